@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Idempotent set-up shared by README's two commands and CI: a virtual environment outside the repo
+# (so CI and later runs reuse it), torch + torchvision installed together from PyPI, then exag itself.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${EXAG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/exag/venv}"
+python="${EXAG_PYTHON:-python3}"
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "exag needs Python >= 3.11 (found: $("$python" --version 2>&1))" >&2
+    exit 1
+fi
+if [ ! -x "$venv/bin/python" ]; then
+    echo "[setup] creating virtual environment in $venv"
+    mkdir -p "$(dirname "$venv")"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+fi
+
+# Reinstall only when the dependency list changed.
+stamp="$venv/.exag-stamp"
+want="$(cat "$repo/pyproject.toml" "$repo/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    # PyPI's torchvision is built against PyPI's torch: install the pair in one resolution so a
+    # CPU-only torch already on the machine can never be mixed with an incompatible torchvision.
+    echo "[setup] installing torch + torchvision (first run downloads several GB)"
+    "$venv/bin/python" -m pip install --quiet "torch>=2.14,<2.16" "torchvision>=0.29,<0.31"
+    echo "[setup] installing exag and its dependencies"
+    "$venv/bin/python" -m pip install --quiet -e "$repo[dev]"
+    echo "$want" > "$stamp"
+fi
