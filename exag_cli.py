@@ -1,1 +1,96 @@
-def main(): pass
+"""The `exag` command: one subcommand per job. `exag --help` and `exag COMMAND --help` explain each."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_WORLD = Path("data/world")
+
+
+def _world_build(args: argparse.Namespace) -> int:
+    from vqa_agent.world.build import WorldConfig, build_world
+
+    config = WorldConfig(images=args.images, pool=args.pool, seed=args.seed,
+                         questions_per_image=args.questions_per_image)
+    out = build_world(args.out, config, workers=args.workers, force=args.force)
+    manifest = json.loads((out / "manifest.json").read_text())
+    print(f"world ready in {out}: {manifest['images']} images, {manifest['questions']} questions "
+          f"({', '.join(f'{k} {v}' for k, v in manifest['images_per_split'].items())})")
+    return 0
+
+
+def _world_sheet(args: argparse.Namespace) -> int:
+    from vqa_agent.world.sheet import write_contact_sheet
+
+    out = write_contact_sheet(args.world, args.out, n=args.n, seed=args.seed, split=args.split)
+    print(f"contact sheet written to {out}")
+    return 0
+
+
+def _world_parse(args: argparse.Namespace) -> int:
+    from vqa_agent.world.parser import parse_program
+    from vqa_agent.world.programs import program_to_json
+
+    status = 0
+    for text in args.questions:
+        program = parse_program(text)
+        if program is None:
+            status = 1
+        print(json.dumps({"question": text, "gradable": program is not None,
+                          "program": program_to_json(program) if program is not None else None}))
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exag", description="ExAG: explanation-assisted image guessing "
+                                     "games, their agents, explainers and analysis.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    world = commands.add_parser("world", help="build and inspect the synthetic CLEVR-compatible world",
+                                description="Build and inspect the synthetic CLEVR-compatible world.")
+    world_commands = world.add_subparsers(dest="world_command", required=True, metavar="WORLD_COMMAND")
+
+    build = world_commands.add_parser(
+        "build", help="render scenes and generate questions into a directory",
+        description="Render scenes, masks and questions (with programs, answers and reference explanations) "
+                    "into DIR. Re-running with the same settings does nothing; an interrupted build resumes.")
+    build.add_argument("--out", type=Path, default=DEFAULT_WORLD, help=f"output directory (default: {DEFAULT_WORLD})")
+    build.add_argument("--images", type=int, default=10_000, help="train+val+test images (default: 10000)")
+    build.add_argument("--pool", type=int, default=1_500, help="game pool images held out from training (default: 1500)")
+    build.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    build.add_argument("--questions-per-image", type=int, default=10, help="questions per image (default: 10)")
+    build.add_argument("--workers", type=int, default=None, help="rendering processes (default: one per core)")
+    build.add_argument("--force", action="store_true", help="replace a world built with other settings")
+    build.set_defaults(run=_world_build)
+
+    sheet = world_commands.add_parser("sheet", help="draw sample scenes with their questions and answers",
+                                      description="Write a PNG contact sheet of sample scenes with questions, "
+                                                  "answers and a reference explanation.")
+    sheet.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    sheet.add_argument("--out", type=Path, default=Path("data/contact_sheet.png"), help="PNG to write")
+    sheet.add_argument("--n", type=int, default=8, help="number of scenes (default: 8)")
+    sheet.add_argument("--seed", type=int, default=0, help="which scenes to pick (default: 0)")
+    sheet.add_argument("--split", choices=["train", "val", "test", "pool"], default=None, help="only this split")
+    sheet.set_defaults(run=_world_sheet)
+
+    parse = world_commands.add_parser("parse", help="parse typed questions into programs",
+                                      description="Print, as JSON lines, the program of each question, or "
+                                                  "gradable=false when it is outside the world's language.")
+    parse.add_argument("questions", nargs="+", help="questions, each one argument")
+    parse.set_defaults(run=_world_parse)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (FileExistsError, FileNotFoundError, ValueError) as error:
+        print(f"exag: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

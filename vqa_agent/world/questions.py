@@ -253,7 +253,10 @@ def _query_attr(rng) -> str:
 def _sample_count_exist(kind: str, hops: int):
     def sample(scene, rng):
         if hops == 0:
-            return Question(kind, [NounPhrase(random_description(scene, list(range(len(scene.objects))), rng))])
+            attrs = random_description(scene, list(range(len(scene.objects))), rng)
+            if kind == "exist" and not attrs:
+                return None  # "are there any things?" is always yes
+            return Question(kind, [NounPhrase(attrs)])
         phrase = related_set_phrase(scene, rng, hops)
         return phrase and Question(kind, [phrase])
     return sample
