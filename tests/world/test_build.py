@@ -1,0 +1,156 @@
+"""The world builder: layout, CLEVR formats, splits by image, idempotence, resume, determinism."""
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vqa_agent.world import build as world_build
+from vqa_agent.world.build import WorldConfig, build_world
+from vqa_agent.world.clevr_io import load_questions, load_scenes
+from vqa_agent.world.dataset import WorldDataset
+from vqa_agent.world.programs import execute
+from vqa_agent.world.render import load_mask_png
+
+SMALL = WorldConfig(images=12, pool=4, chunk_size=4, questions_per_image=4, explanations_per_question=2, seed=3)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_layout_and_counts(tiny_world):
+    manifest = json.loads((tiny_world / "manifest.json").read_text())
+    scenes = load_scenes(tiny_world / "scenes.json")
+    questions = load_questions(tiny_world / "questions.json")
+    assert manifest["images"] == len(scenes) == 40
+    assert manifest["questions"] == len(questions)
+    assert manifest["images_per_split"] == {"train": 24, "val": 3, "test": 3, "pool": 10}
+    assert sum(manifest["answers"].values()) == len(questions)
+    for scene in scenes:
+        assert re.fullmatch(rf"EXAG_{scene.split}_0*{scene.index}\.png", scene.image_filename)
+        image = Image.open(tiny_world / "images" / scene.image_filename)
+        assert image.size == (320, 240) and image.mode == "RGB"
+        mask = load_mask_png(tiny_world / "masks" / scene.image_filename)
+        assert set(np.unique(mask)) - {-1} == set(range(len(scene.objects)))
+
+
+def test_questions_are_right_about_their_scenes(tiny_world):
+    scenes = {s.index: s for s in load_scenes(tiny_world / "scenes.json")}
+    questions = load_questions(tiny_world / "questions.json")
+    assert [q.question_index for q in questions] == list(range(len(questions)))
+    for q in questions:
+        scene = scenes[q.image_index]
+        assert q.split == scene.split and q.image_filename == scene.image_filename
+        assert execute(q.program, scene) == q.answer
+        assert q.family and q.type and 1 <= len(q.explanations) <= 3
+
+
+def test_splits_are_by_image_and_pool_is_held_out(tiny_world):
+    questions = load_questions(tiny_world / "questions.json")
+    splits_of_image = {}
+    for q in questions:
+        splits_of_image.setdefault(q.image_index, set()).add(q.split)
+    assert all(len(s) == 1 for s in splits_of_image.values())
+    assert WorldDataset(tiny_world, "train").records  # training reads train only
+    assert all(q.split == "pool" for q in WorldDataset(tiny_world, "pool").records)
+
+
+def test_dataset_items(tiny_world):
+    data = WorldDataset(tiny_world, "val")
+    item = data[0]
+    assert item["image"].shape == (3, 240, 320) and item["image"].dtype.is_floating_point is False
+    assert item["question"].endswith("?") and item["answer"]
+    with pytest.raises(ValueError, match="no split"):
+        WorldDataset(tiny_world, "holdout")
+
+
+def test_rebuild_with_same_settings_does_nothing(tiny_world):
+    from conftest import TINY_WORLD
+    before = {p: p.stat().st_mtime_ns for p in tiny_world.glob("*.json")}
+    build_world(tiny_world, TINY_WORLD, workers=1, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in tiny_world.glob("*.json")} == before
+
+
+def test_other_settings_need_force(tiny_world, tmp_path):
+    out = build_world(tmp_path / "w", SMALL, workers=1, progress=False)
+    with pytest.raises(FileExistsError, match="other settings"):
+        build_world(out, replace(SMALL, seed=4), workers=1, progress=False)
+    build_world(out, replace(SMALL, seed=4), workers=1, progress=False, force=True)
+    assert json.loads((out / "manifest.json").read_text())["settings"]["seed"] == 4
+    assert not (out / ".building").exists()
+
+
+def test_same_world_whatever_the_number_of_workers(tmp_path):
+    one = build_world(tmp_path / "one", SMALL, workers=1, progress=False)
+    two = build_world(tmp_path / "two", SMALL, workers=2, progress=False)
+    for name in ("scenes.json", "questions.json", "manifest.json"):
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+    for image in (one / "images").iterdir():
+        assert image.read_bytes() == (two / "images" / image.name).read_bytes()
+
+
+def test_interrupted_build_leaves_no_world_and_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "w"
+    calls = []
+    real_build_chunk = world_build.build_chunk
+
+    def crash_on_third_chunk(config, chunk, work_dir):
+        calls.append(chunk)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_build_chunk(config, chunk, work_dir)
+
+    monkeypatch.setattr(world_build, "build_chunk", crash_on_third_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        build_world(out, SMALL, workers=1, progress=False)
+    assert not (out / "manifest.json").exists() and not (out / "scenes.json").exists()
+    assert len(list((out / ".building" / "chunks").glob("*.json"))) == 2
+
+    calls.clear()
+    monkeypatch.setattr(world_build, "build_chunk", lambda *a: calls.append(a[1]) or real_build_chunk(*a))
+    build_world(out, SMALL, workers=1, progress=False)
+    assert calls == [2, 3]  # only the chunks that were not finished
+    reference = build_world(tmp_path / "ref", SMALL, workers=1, progress=False)
+    assert (out / "questions.json").read_bytes() == (reference / "questions.json").read_bytes()
+
+
+def test_killed_build_process_leaves_nothing_half_written(tmp_path):
+    out = tmp_path / "w"
+    code = ("import sys; sys.path.insert(0, %r);"
+            "from vqa_agent.world.build import WorldConfig, build_world;"
+            "build_world(%r, WorldConfig(images=400, pool=0, chunk_size=2), workers=1, progress=False)"
+            % (str(REPO), str(out)))
+    process = subprocess.Popen([sys.executable, "-c", code])
+    chunks = out / ".building" / "chunks"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(chunks.glob("*.json"))) < 2:
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait()
+    assert not list(out.glob("*.json"))  # no scenes, questions or manifest of a half-built world
+    finished = [json.loads(p.read_text()) for p in chunks.glob("*.json")]
+    assert len(finished) >= 2 and all(len(c["scenes"]) == 2 for c in finished)  # every chunk file is whole
+
+
+def test_cli_builds_and_draws_a_contact_sheet(tmp_path):
+    exag = [sys.executable, "-m", "exag_cli"]
+    world = tmp_path / "w"
+    result = subprocess.run(exag + ["world", "build", "--out", str(world), "--images", "8", "--pool", "2",
+                                    "--questions-per-image", "3", "--workers", "1"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "10 images" in result.stdout
+    sheet = tmp_path / "sheet.png"
+    result = subprocess.run(exag + ["world", "sheet", "--world", str(world), "--out", str(sheet), "--n", "4"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert Image.open(sheet).size[0] > 4 * 320
+    result = subprocess.run(exag + ["world", "sheet", "--world", str(tmp_path / "nothing"), "--out", str(sheet)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and "exag: error:" in result.stderr
