@@ -28,7 +28,6 @@ from tqdm import tqdm
 
 from . import clevr_io
 from .explanations import explain
-from .programs import program_to_json
 from .questions import FAMILIES, QuestionGenerator
 from .render import RenderConfig, render, save_mask_png, visible_pixel_counts
 from .scene import Scene, SceneConfig, generate_scene
@@ -109,14 +108,8 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
                 question_family_index=FAMILY_INDEX[q.family]))
     record = {"scenes": clevr_io.scenes_to_json(scenes, {})["scenes"],
               "questions": [clevr_io.question_to_json(q) for q in questions]}
-    _write_json(work_dir / "chunks" / f"{chunk:05d}.json", record)
+    clevr_io.write_json_atomic(work_dir / "chunks" / f"{chunk:05d}.json", record)
     return record
-
-
-def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
 
 
 def _build_chunk_star(args):
@@ -151,7 +144,7 @@ def build_world(out: Path | str, config: WorldConfig | None = None, workers: int
         shutil.rmtree(work)  # leftovers of an interrupted build with other settings
     for sub in ("images", "masks", "chunks"):
         (work / sub).mkdir(parents=True, exist_ok=True)
-    _write_json(settings_file, _settings(config))
+    clevr_io.write_json_atomic(settings_file, _settings(config))
 
     n_chunks = -(-config.total_images // config.chunk_size)
     done = {int(p.stem) for p in (work / "chunks").glob("*.json")}
@@ -188,9 +181,9 @@ def _assemble(out: Path, work: Path, config: WorldConfig, n_chunks: int) -> None
         if (out / sub).exists():
             shutil.rmtree(out / sub)
         os.replace(work / sub, out / sub)
-    _write_json(out / "scenes.json", {"info": info, "scenes": scenes})
-    _write_json(out / "questions.json", {"info": info, "questions": questions})
-    _write_json(out / "manifest.json", manifest(config, scenes, questions))
+    clevr_io.write_json_atomic(out / "scenes.json", {"info": info, "scenes": scenes})
+    clevr_io.write_json_atomic(out / "questions.json", {"info": info, "questions": questions})
+    clevr_io.write_json_atomic(out / "manifest.json", manifest(config, scenes, questions))
     shutil.rmtree(work)
 
 
