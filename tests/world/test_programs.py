@@ -95,7 +95,11 @@ def test_clevr_json_programs_of_both_releases_run():
     ([{"function": "smell", "inputs": [], "value_inputs": []}], "unknown function"),
     ([{"function": "scene"}, {"function": "filter_color", "inputs": [0], "value_inputs": ["pink"]}], "not a color"),
     ([{"function": "scene"}, {"function": "count", "inputs": [3]}], "earlier nodes"),
-    ([{"function": "scene"}, {"function": "relate", "inputs": [0], "value_inputs": ["above"]}], "relation"),
+    ([{"function": "scene"}, {"function": "unique", "inputs": [0]},
+      {"function": "relate", "inputs": [1], "value_inputs": ["above"]}], "relation"),
+    ([{"function": "scene"}, {"function": "count", "inputs": [0]}, {"function": "query_color", "inputs": [1]}],
+     "needs one object"),
+    ([{"function": "scene"}], "must end in an answer"),
     ([{"function": "scene"}, {"function": "unique", "inputs": [0, 0]}], "takes 1 inputs"),
 ])
 def test_malformed_programs_are_errors(nodes, message):
@@ -103,7 +107,7 @@ def test_malformed_programs_are_errors(nodes, message):
         validate(program_from_json(nodes))
 
 
-def test_type_errors_inside_a_program_are_reported():
+def test_kind_errors_are_reported_before_running():
     program = program_from_json([{"function": "scene"}, {"function": "query_color", "inputs": [0]}])
-    with pytest.raises(ProgramError, match="one object"):
+    with pytest.raises(ProgramError, match="needs one object"):
         execute(program, SCENE)

@@ -100,11 +100,13 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
         _write_png(rendering.image, work_dir / "images" / scene.image_filename)
         save_mask_png(rendering.mask, work_dir / "masks" / scene.image_filename)
         scenes.append(scene)
-        for q in generator.for_scene(scene, config.questions_per_image, rng):
+        for k, q in enumerate(generator.for_scene(scene, config.questions_per_image, rng)):
+            # explanations draw from their own stream, so changing them never changes the scenes or questions
+            explanation_rng = np.random.default_rng([config.seed, index, k])
             questions.append(clevr_io.QuestionRecord(
                 question_index=-1, image_index=index, image_filename=scene.image_filename, split=split,
                 question=q.question, program=q.program, answer=q.answer, family=q.family, type=q.type,
-                explanations=explain(q.program, scene, rng, config.explanations_per_question),
+                explanations=explain(q.program, scene, explanation_rng, config.explanations_per_question),
                 question_family_index=FAMILY_INDEX[q.family]))
     record = {"scenes": clevr_io.scenes_to_json(scenes, {})["scenes"],
               "questions": [clevr_io.question_to_json(q) for q in questions]}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
-from torchvision.io import ImageReadMode, decode_image
+from PIL import Image
+from torchvision.transforms.functional import pil_to_tensor
 
 from .clevr_io import QuestionRecord, load_questions
 
@@ -33,8 +34,8 @@ class WorldDataset(Dataset):
     def image(self, filename: str) -> torch.Tensor:
         if self.cache is not None and filename in self.cache:
             return self.cache[filename]
-        data = torch.frombuffer(bytearray((self.world / "images" / filename).read_bytes()), dtype=torch.uint8)
-        image = decode_image(data, mode=ImageReadMode.RGB)
+        with Image.open(self.world / "images" / filename) as file:
+            image = pil_to_tensor(file.convert("RGB"))
         if self.cache is not None:
             self.cache[filename] = image
         return image

@@ -62,28 +62,38 @@ def program_key(program: Program) -> str:
     return " ".join(f"{n.function}[{','.join(n.value_inputs)}]({','.join(map(str, n.inputs))})" for n in program)
 
 
-# Each function: (number of node inputs, number of value inputs).
-ARITY: dict[str, tuple[int, int]] = {
-    "scene": (0, 0), "unique": (1, 0), "relate": (1, 1), "union": (2, 0), "intersect": (2, 0),
-    "count": (1, 0), "exist": (1, 0), "equal_integer": (2, 0), "less_than": (2, 0), "greater_than": (2, 0),
-    "most_common": (1, 1),
+# Each function: (kinds of its node inputs, number of value inputs, kind of its output). Kinds are
+# "set" (of objects), "object", "integer", "bool" and "value" (an attribute value); checking them
+# before running catches programs like query_color(count(...)) that would otherwise run on an int.
+SIGNATURES: dict[str, tuple[tuple[str, ...], int, str]] = {
+    "scene": ((), 0, "set"), "unique": (("set",), 0, "object"), "relate": (("object",), 1, "set"),
+    "union": (("set", "set"), 0, "set"), "intersect": (("set", "set"), 0, "set"),
+    "count": (("set",), 0, "integer"), "exist": (("set",), 0, "bool"),
+    "equal_integer": (("integer", "integer"), 0, "bool"), "less_than": (("integer", "integer"), 0, "bool"),
+    "greater_than": (("integer", "integer"), 0, "bool"), "most_common": (("set",), 1, "value"),
 }
 for _attr in ATTRIBUTE_NAMES:
-    ARITY[f"filter_{_attr}"] = (1, 1)
-    ARITY[f"query_{_attr}"] = (1, 0)
-    ARITY[f"same_{_attr}"] = (1, 0)
-    ARITY[f"equal_{_attr}"] = (2, 0)
+    SIGNATURES[f"filter_{_attr}"] = (("set",), 1, "set")
+    SIGNATURES[f"query_{_attr}"] = (("object",), 0, "value")
+    SIGNATURES[f"same_{_attr}"] = (("object",), 0, "set")
+    SIGNATURES[f"equal_{_attr}"] = (("value", "value"), 0, "bool")
+ARITY: dict[str, tuple[int, int]] = {f: (len(inputs), n_values) for f, (inputs, n_values, _) in SIGNATURES.items()}
 
 
-def _check_node(node: Node, position: int) -> None:
-    if node.function not in ARITY:
+def _check_node(node: Node, position: int, program: Program) -> None:
+    if node.function not in SIGNATURES:
         raise ProgramError(f"node {position}: unknown function {node.function!r}")
-    n_inputs, n_values = ARITY[node.function]
-    if len(node.inputs) != n_inputs or len(node.value_inputs) != n_values:
-        raise ProgramError(f"node {position}: {node.function} takes {n_inputs} inputs and {n_values} values, "
+    input_kinds, n_values, _ = SIGNATURES[node.function]
+    if len(node.inputs) != len(input_kinds) or len(node.value_inputs) != n_values:
+        raise ProgramError(f"node {position}: {node.function} takes {len(input_kinds)} inputs and {n_values} values, "
                            f"got {node.inputs} and {node.value_inputs}")
     if any(not 0 <= i < position for i in node.inputs):
         raise ProgramError(f"node {position}: inputs {node.inputs} must point to earlier nodes")
+    for i, kind in zip(node.inputs, input_kinds):
+        given = SIGNATURES[program[i].function][2]
+        if given != kind:
+            raise ProgramError(f"node {position}: {node.function} needs {'one object' if kind == 'object' else 'a ' + kind} "
+                               f"as input, but node {i} ({program[i].function}) gives a {given}")
     if node.function.startswith("filter_"):
         attr = node.function[len("filter_"):]
         if node.value_inputs[0] not in ATTRIBUTES[attr]:
@@ -92,64 +102,59 @@ def _check_node(node: Node, position: int) -> None:
         raise ProgramError(f"node {position}: unknown relation {node.value_inputs[0]!r}")
     if node.function == "most_common" and node.value_inputs[0] not in ATTRIBUTE_NAMES:
         raise ProgramError(f"node {position}: unknown attribute {node.value_inputs[0]!r}")
+    if node.function.startswith("equal_") and node.function != "equal_integer":
+        # equal_color compares two query_color results, not a color with a shape
+        attr = node.function[len("equal_"):]
+        for i in node.inputs:
+            if program[i].function not in (f"query_{attr}", "most_common"):
+                raise ProgramError(f"node {position}: {node.function} compares {attr}s, node {i} is {program[i].function}")
 
 
 def validate(program: Program) -> None:
+    """Raises ProgramError unless every node is well formed and gets inputs of the right kinds."""
     if not program:
         raise ProgramError("empty program")
     for position, node in enumerate(program):
-        _check_node(node, position)
-
-
-def _as_set(value, node: Node) -> frozenset[int]:
-    if not isinstance(value, frozenset):
-        raise ProgramError(f"{node.function} needs a set of objects, got {value!r}")
-    return value
-
-
-def _as_object(value, node: Node) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ProgramError(f"{node.function} needs one object, got {value!r}")
-    return value
+        _check_node(node, position, program)
+    if SIGNATURES[program[-1].function][2] not in ("integer", "bool", "value"):
+        raise ProgramError(f"a program must end in an answer, not in {program[-1].function}")
 
 
 def _apply(node: Node, args: list, scene: Scene):
+    """One node on already-computed, already type-checked inputs."""
     f, objs = node.function, scene.objects
     if f == "scene":
         return frozenset(range(len(objs)))
     if f.startswith("filter_"):
         attr, value = f[len("filter_"):], node.value_inputs[0]
-        return frozenset(i for i in _as_set(args[0], node) if objs[i].attribute(attr) == value)
+        return frozenset(i for i in args[0] if objs[i].attribute(attr) == value)
     if f == "unique":
-        members = _as_set(args[0], node)
-        if len(members) != 1:
-            raise IllPosed(f"unique over {len(members)} objects")
-        return next(iter(members))
+        if len(args[0]) != 1:
+            raise IllPosed(f"unique over {len(args[0])} objects")
+        return next(iter(args[0]))
     if f == "relate":
-        return frozenset(scene.related(_as_object(args[0], node), node.value_inputs[0]))
+        return frozenset(scene.related(args[0], node.value_inputs[0]))
     if f == "union":
-        return _as_set(args[0], node) | _as_set(args[1], node)
+        return args[0] | args[1]
     if f == "intersect":
-        return _as_set(args[0], node) & _as_set(args[1], node)
+        return args[0] & args[1]
     if f == "count":
-        return len(_as_set(args[0], node))
+        return len(args[0])
     if f == "exist":
-        return len(_as_set(args[0], node)) > 0
+        return len(args[0]) > 0
     if f.startswith("query_"):
-        return objs[_as_object(args[0], node)].attribute(f[len("query_"):])
+        return objs[args[0]].attribute(f[len("query_"):])
     if f.startswith("same_"):
-        attr, me = f[len("same_"):], _as_object(args[0], node)
+        attr, me = f[len("same_"):], args[0]
         return frozenset(i for i in range(len(objs)) if i != me and objs[i].attribute(attr) == objs[me].attribute(attr))
-    if f.startswith("equal_") and f != "equal_integer":
-        return args[0] == args[1]
     if f in ("equal_integer", "less_than", "greater_than"):
         a, b = args
-        if not (isinstance(a, int) and isinstance(b, int)):
-            raise ProgramError(f"{f} needs two counts, got {a!r} and {b!r}")
         return a == b if f == "equal_integer" else (a < b if f == "less_than" else a > b)
+    if f.startswith("equal_"):
+        return args[0] == args[1]
     if f == "most_common":
         attr = node.value_inputs[0]
-        counts = Counter(objs[i].attribute(attr) for i in _as_set(args[0], node)).most_common()
+        counts = Counter(objs[i].attribute(attr) for i in args[0]).most_common()
         if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
             raise IllPosed(f"no single most common {attr}")
         return counts[0][0]
