@@ -30,16 +30,17 @@ def _world_sheet(args: argparse.Namespace) -> int:
 
 
 def _world_parse(args: argparse.Namespace) -> int:
-    from vqa_agent.world.parser import parse_program
+    from vqa_agent.world.parser import Unparseable, parse
     from vqa_agent.world.programs import program_to_json
 
     status = 0
     for text in args.questions:
-        program = parse_program(text)
-        if program is None:
+        try:
+            result = {"question": text, "gradable": True, "program": program_to_json(parse(text).program())}
+        except Unparseable as reason:
             status = 1
-        print(json.dumps({"question": text, "gradable": program is not None,
-                          "program": program_to_json(program) if program is not None else None}))
+            result = {"question": text, "gradable": False, "reason": str(reason)}
+        print(json.dumps(result))
     return status
 
 
