@@ -17,9 +17,10 @@ if [ ! -x "$venv/bin/python" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
 
-# Reinstall only when the dependency list changed.
+# Reinstall only when the dependency list changed or another checkout uses the environment (the
+# editable install points at one checkout; pip only re-links it when the packages are already there).
 stamp="$venv/.exag-stamp"
-want="$(cat "$repo/pyproject.toml" "$repo/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+want="$( (cat "$repo/pyproject.toml" "$repo/scripts/setup.sh"; echo "$repo") | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # PyPI's torchvision is built against PyPI's torch: install the pair in one resolution so a
     # CPU-only torch already on the machine can never be mixed with an incompatible torchvision.
