@@ -467,9 +467,10 @@ class QuestionGenerator:
         return GeneratedQuestion(question_text(tree, rng), tree, tree.program(), answer, family.name, family.type)
 
     def for_scene(self, scene: Scene, n: int, rng: np.random.Generator) -> list[GeneratedQuestion]:
-        """n questions from distinct families where possible, no duplicate texts."""
+        """n questions from distinct families where possible (a second round of families fills the
+        places of questions that came out ill-posed or duplicated), no duplicate texts."""
         result, seen = [], set()
-        for index in rng.permutation(len(FAMILIES)):
+        for index in np.concatenate([rng.permutation(len(FAMILIES)), rng.permutation(len(FAMILIES))]):
             if len(result) == n:
                 break
             q = self.generate(scene, FAMILIES[int(index)], rng)

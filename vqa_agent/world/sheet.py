@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-CELL_TEXT_LINES = 9      # lines of question/answer text under each image
+CELL_TEXT_LINES = 12     # lines of question/answer text under each image
 LINE_HEIGHT = 15
 FONT_SIZE = 12
 MARGIN = 8
@@ -56,7 +56,7 @@ def write_contact_sheet(world: Path | str, out: Path | str, n: int = 8, question
         for q in chosen:
             lines += textwrap.wrap(f"Q: {q['question']}  A: {q['answer']}", text_width_chars)
         if chosen and chosen[0].get("explanations"):
-            lines += textwrap.wrap(f"Why: {chosen[0]['explanations'][0]}", text_width_chars)
+            lines += textwrap.wrap(f"Why (first Q): {chosen[0]['explanations'][0]}", text_width_chars)
         for i, line in enumerate(lines[:CELL_TEXT_LINES]):
             draw.text((x, y + height + 4 + i * LINE_HEIGHT), line, fill="black", font=font)
     out.parent.mkdir(parents=True, exist_ok=True)
