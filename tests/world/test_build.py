@@ -154,3 +154,10 @@ def test_cli_builds_and_draws_a_contact_sheet(tmp_path):
     result = subprocess.run(exag + ["world", "sheet", "--world", str(tmp_path / "nothing"), "--out", str(sheet)],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and "exag: error:" in result.stderr
+
+
+@pytest.mark.parametrize("settings", [dict(images=0), dict(pool=-1), dict(questions_per_image=0),
+                                      dict(val_fraction=0.5, test_fraction=0.5)])
+def test_bad_settings_are_refused(settings):
+    with pytest.raises(ValueError):
+        WorldConfig(**settings)

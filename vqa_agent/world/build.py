@@ -30,7 +30,7 @@ from . import clevr_io
 from .explanations import explain
 from .questions import FAMILIES, QuestionGenerator
 from .render import RenderConfig, render, save_mask_png, visible_pixel_counts
-from .scene import Scene, SceneConfig, generate_scene
+from .scene import SceneConfig, generate_scene
 
 FORMAT_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -51,6 +51,14 @@ class WorldConfig:
     width: int = 320
     height: int = 240
     max_scene_tries: int = 100       # re-draws of a scene whose objects are not all visible
+
+    def __post_init__(self) -> None:
+        if self.images < 1 or self.pool < 0:
+            raise ValueError(f"a world needs at least 1 image and a pool of 0 or more (got {self.images}, {self.pool})")
+        if self.questions_per_image < 1 or self.explanations_per_question < 1 or self.chunk_size < 1:
+            raise ValueError("questions per image, explanations per question and chunk size must be at least 1")
+        if not (0 <= self.val_fraction and 0 <= self.test_fraction and self.val_fraction + self.test_fraction < 1):
+            raise ValueError("val and test fractions must be non-negative and leave images for training")
 
     @property
     def total_images(self) -> int:
@@ -115,7 +123,7 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
 
 
 def _build_chunk_star(args):
-    return args[1], build_chunk(*args)
+    return build_chunk(*args)
 
 
 def _settings(config: WorldConfig) -> dict:
@@ -160,7 +168,7 @@ def build_world(out: Path | str, config: WorldConfig | None = None, workers: int
             bar.update(len(build_chunk(*job)["scenes"]))
     else:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            for _, record in pool.imap_unordered(_build_chunk_star, jobs):
+            for record in pool.imap_unordered(_build_chunk_star, jobs):
                 bar.update(len(record["scenes"]))
     bar.close()
     _assemble(out, work, config, n_chunks)

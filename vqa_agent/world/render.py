@@ -586,7 +586,6 @@ class _Renderer:
     def _occlusion(self, rays, p, n, h=None) -> np.ndarray:
         """Ambient occlusion from each object seen as a sphere, faded to 0 at its range.
         h: object id of each point (flat groups of object hits), so objects skip themselves."""
-        cfg = self.cfg
         occ = np.ones(rays.shape, F32)
         for k, shape in enumerate(self.shapes):
             sel = rays.in_rect(self.ao_rects[k])
