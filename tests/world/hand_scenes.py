@@ -7,6 +7,17 @@ from vqa_agent.world.scene import (CAMERA_POSITION, SIZES, Camera, Light, Scene,
                                    compute_directions, compute_relationships)
 
 
+# Five objects whose relations are easy to read off (rightward, backward):
+#   0: (-2, 0)   1: (0, 0)   2: (2, 1.5)   3: (1, -2)   4: (-1, 2)
+FIVE_OBJECTS = [
+    ("cube", "red", "large", "metal", -2, 0),
+    ("sphere", "blue", "small", "rubber", 0, 0),
+    ("cylinder", "blue", "large", "rubber", 2, 1.5),
+    ("sphere", "red", "small", "rubber", 1, -2),
+    ("cube", "yellow", "small", "metal", -1, 2),
+]
+
+
 def hand_scene(objects: list[tuple], index: int = 0) -> Scene:
     """objects: (shape, color, size, material, rightward, backward) with the last two measured along the
     camera's right and behind directions on the ground plane."""

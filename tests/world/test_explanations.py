@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from hand_scenes import hand_scene
+from hand_scenes import FIVE_OBJECTS, hand_scene
 from vqa_agent.world.explanations import evidence_objects, explain
 from vqa_agent.world.programs import IllPosed, ProgramBuilder, ProgramError, execute, program_from_json
 from vqa_agent.world.questions import ADJECTIVES, NOUNS, QuestionGenerator
@@ -13,15 +13,8 @@ from vqa_agent.world.questions import NounPhrase as NP
 from vqa_agent.world.questions import Question as Q
 from vqa_agent.world.scene import generate_scene
 
-# rightward / backward:  0: (-2, 0)  1: (0, 0)  2: (2, 1.5)  3: (1, -2)  4: (-1, 2)  5: (3, -1)
-SCENE = hand_scene([
-    ("cube", "red", "large", "metal", -2, 0),
-    ("sphere", "blue", "small", "rubber", 0, 0),
-    ("cylinder", "blue", "large", "rubber", 2, 1.5),
-    ("sphere", "red", "small", "rubber", 1, -2),
-    ("cube", "yellow", "small", "metal", -1, 2),
-    ("sphere", "green", "small", "metal", 3, -1),
-])
+# FIVE_OBJECTS (see hand_scenes.py) plus a small green metal sphere at (3, -1)
+SCENE = hand_scene(FIVE_OBJECTS + [("sphere", "green", "small", "metal", 3, -1)])
 RED_CUBE = NP({"color": "red", "shape": "cube"})
 BLUE_SPHERE = NP({"color": "blue", "shape": "sphere"})
 RED_SPHERE = NP({"color": "red", "shape": "sphere"})

@@ -1,20 +1,13 @@
 """The executor on a hand-placed scene, with every answer worked out by hand (one case per CLEVR type)."""
 import pytest
 
-from hand_scenes import hand_scene
+from hand_scenes import FIVE_OBJECTS, hand_scene
 from vqa_agent.world.programs import (IllPosed, ProgramError, execute, program_from_json, program_to_json,
                                       trace, validate)
 from vqa_agent.world.questions import NounPhrase as NP
 from vqa_agent.world.questions import Question as Q
 
-# rightward / backward positions:     0: (-2, 0)   1: (0, 0)   2: (2, 1.5)   3: (1, -2)   4: (-1, 2)
-SCENE = hand_scene([
-    ("cube", "red", "large", "metal", -2, 0),
-    ("sphere", "blue", "small", "rubber", 0, 0),
-    ("cylinder", "blue", "large", "rubber", 2, 1.5),
-    ("sphere", "red", "small", "rubber", 1, -2),
-    ("cube", "yellow", "small", "metal", -1, 2),
-])
+SCENE = hand_scene(FIVE_OBJECTS)  # positions are listed in hand_scenes.py
 YELLOW_CUBE = NP({"color": "yellow", "shape": "cube"})
 BLUE_SPHERE = NP({"color": "blue", "shape": "sphere"})
 LARGE_RIGHT_OF_YELLOW_CUBE = NP({"size": "large"}, relations=[("right", YELLOW_CUBE)])   # the cylinder
