@@ -44,6 +44,49 @@ def _world_parse(args: argparse.Namespace) -> int:
     return status
 
 
+def _train_agent(args: argparse.Namespace) -> int:
+    from vqa_agent.config import preset
+    from vqa_agent.train import train_agent
+
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed)) if v is not None}
+    out = train_agent(args.world, args.out, preset(args.preset, **overrides), device=args.device)
+    training = json.loads((out / "training.json").read_text())
+    print(f"best agent in {out}: validation accuracy {training['val']['accuracy']:.1%}")
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from vqa_agent.agent import VQAAgent
+
+    agent = VQAAgent.from_pretrained(args.agent, device=args.device)
+    for out in agent.answer([args.image] * len(args.questions), args.questions):
+        print(json.dumps({
+            "question": out.question, "answer": out.answer, "probability": round(out.probability, 4),
+            "top_k": [[a, round(p, 4)] for a, p in out.top_k], "unknown_words": out.unknown_words,
+            "spatial_attention": out.spatial_attention.round(4).tolist(),
+            "proposals": [{"box": [round(v, 1) for v in p.box], "score": round(p.score, 3),
+                           "attention": round(p.attention, 4), "mask_pixels": int(p.mask.sum()),
+                           "attributes": {a: [v, round(q, 3)] for a, (v, q) in p.attributes.items()}}
+                          for p in out.proposals],
+            "concept_probabilities": {k: round(v, 4) for k, v in out.concept_probabilities.items()},
+        }))
+    return 0
+
+
+def _bench_vqa(args: argparse.Namespace) -> int:
+    from experiments.benchmark.vqa_accuracy import main as bench_main
+
+    return bench_main(["--agent", str(args.agent), "--world", str(args.world)] +
+                      (["--json", str(args.json)] if args.json else [])) or 0
+
+
+def _bench_latency(args: argparse.Namespace) -> int:
+    from experiments.benchmark.vqa_latency import main as bench_main
+
+    return bench_main(["--agent", str(args.agent), "--repeats", str(args.repeats)] +
+                      (["--json", str(args.json)] if args.json else [])) or 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exag", description="ExAG: explanation-assisted image guessing "
                                      "games, their agents, explainers and analysis.")
@@ -81,6 +124,46 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "gradable=false when it is outside the world's language.")
     parse.add_argument("questions", nargs="+", help="questions, each one argument")
     parse.set_defaults(run=_world_parse)
+
+    train = commands.add_parser("train", help="train models (the VQA agent)", description="Train models.")
+    train_commands = train.add_subparsers(dest="train_command", required=True, metavar="WHAT")
+    agent = train_commands.add_parser(
+        "agent", help="train a VQA agent on a built world",
+        description="Train a VQA agent preset on a world: progress bar with loss and running accuracy, "
+                    "validation each epoch, the best checkpoint kept in OUT, resumable (run it again).")
+    agent.add_argument("--preset", required=True, help="tiny, weak, medium or strong")
+    agent.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    agent.add_argument("--out", type=Path, required=True, help="directory for the agent")
+    agent.add_argument("--epochs", type=int, default=None, help="override the preset's epochs")
+    agent.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    agent.add_argument("--device", default="auto", help="auto (GPU when present), cpu or cuda")
+    agent.set_defaults(run=_train_agent)
+
+    ask = commands.add_parser("ask", help="ask an agent questions about an image",
+                              description="Print the agent's outputs (answer, top-k, attention, proposals, "
+                                          "concepts) as one JSON line per question.")
+    ask.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
+    ask.add_argument("--image", required=True, type=Path, help="image file")
+    ask.add_argument("questions", nargs="+", help="questions, each one argument")
+    ask.add_argument("--device", default="auto")
+    ask.set_defaults(run=_ask)
+
+    bench = commands.add_parser("bench", help="benchmarks that print and save measured figures",
+                                description="Benchmarks of the agents.")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="WHAT")
+    vqa = bench_commands.add_parser("vqa", help="accuracy on test, pool and player-style questions",
+                                    description="Accuracy overall, per question type and answer type.")
+    vqa.add_argument("--agent", default="default")
+    vqa.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    vqa.add_argument("--json", type=Path, help="write the results here")
+    vqa.set_defaults(run=_bench_vqa)
+    latency = bench_commands.add_parser("latency", help="p50/p95 of one question over 5 and 20 images",
+                                        description="Latency of one question over 5 and over 20 images, with "
+                                                    "new images (cold) and images seen before (warm).")
+    latency.add_argument("--agent", default="default")
+    latency.add_argument("--repeats", type=int, default=30)
+    latency.add_argument("--json", type=Path, help="write the results here")
+    latency.set_defaults(run=_bench_latency)
     return parser
 
 

@@ -1,0 +1,262 @@
+"""VQAAgent: answers questions about images and exposes why (attention, proposals, concepts).
+
+    agent = VQAAgent.from_pretrained("default")          # or a preset name, or a directory
+    outputs = agent.answer(images, questions)            # one output per (image, question) pair
+
+Saved as model.safetensors + config.json + vocabulary.json; from_pretrained restores it exactly.
+Images of any size and mode are converted to RGB and resized to the model's resolution; image
+features are cached by content, because a game asks many questions about the same few images.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+from safetensors.torch import load_file, save_file
+
+from .config import AgentConfig
+from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, Reasoning, VQAModel
+from .tokenizer import QuestionError, Vocabulary
+
+CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
+DEFAULT_AGENT = "medium"                                 # what "default" means
+IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
+IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
+FEATURE_CACHE_SIZE = 256   # images whose features stay in memory
+
+
+class ImageError(ValueError):
+    """An input that is not an image the agent can look at."""
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def as_rgb_array(image) -> np.ndarray:
+    """PIL image, path or array (HxW, HxWx1/3/4; uint8 or float in [0, 1]) -> HxWx3 uint8."""
+    if isinstance(image, (str, os.PathLike)):
+        try:
+            with Image.open(image) as file:
+                return np.asarray(file.convert("RGB"))
+        except (OSError, ValueError) as error:
+            raise ImageError(f"cannot read image {image}: {error}") from error
+    if isinstance(image, Image.Image):
+        return np.asarray(image.convert("RGB"))
+    if isinstance(image, np.ndarray):
+        array = image
+        if array.ndim == 3 and array.shape[2] == 1:
+            array = array[:, :, 0]
+        if array.ndim == 2:
+            array = np.stack([array] * 3, axis=-1)
+        if array.ndim != 3 or array.shape[2] not in (3, 4) or min(array.shape[:2]) < 1:
+            raise ImageError(f"an image array must be HxW, HxWx1, HxWx3 or HxWx4, got shape {image.shape}")
+        array = array[:, :, :3]
+        if array.dtype != np.uint8:
+            if not np.issubdtype(array.dtype, np.number) or not np.isfinite(array).all():
+                raise ImageError("an image array must hold finite numbers")
+            scale = 255.0 if array.max(initial=0) <= 1.0 else 1.0
+            array = np.clip(array * scale, 0, 255).astype(np.uint8)
+        return np.ascontiguousarray(array)
+    raise ImageError(f"not an image: {type(image).__name__}")
+
+
+def to_model_input(arrays: Sequence[np.ndarray], config: AgentConfig) -> torch.Tensor:
+    """HxWx3 uint8 arrays -> [B, 3, H, W] normalized floats at the config's resolution."""
+    size = (config.image_width, config.image_height)
+    resized = [np.asarray(Image.fromarray(a).resize(size, Image.BILINEAR)) if a.shape[1::-1] != size else a
+               for a in arrays]
+    return normalize_images(torch.from_numpy(np.stack(resized)).permute(0, 3, 1, 2))
+
+
+def normalize_images(images: torch.Tensor) -> torch.Tensor:
+    """[B, 3, H, W] uint8 -> normalized float."""
+    return (images.float() / 255 - IMAGE_MEAN.to(images.device)) / IMAGE_STD.to(images.device)
+
+
+@dataclass
+class Proposal:
+    box: tuple[float, float, float, float]   # x1, y1, x2, y2 in the input image's pixels
+    score: float                             # proposal head confidence
+    mask: np.ndarray                         # bool, the input image's height x width
+    attention: float                         # question-guided object attention weight
+    attributes: dict[str, tuple[str, float]]  # attribute -> (predicted value, probability)
+
+
+@dataclass
+class AgentOutput:
+    question: str
+    answer: str
+    probability: float
+    top_k: list[tuple[str, float]]
+    spatial_attention: np.ndarray             # grid (gh, gw) of weights summing to 1
+    proposals: list[Proposal]
+    concept_probabilities: dict[str, float]   # p(O|I) for each object/scene word
+    question_embedding: np.ndarray
+    unknown_words: list[str] = field(default_factory=list)
+
+
+def run_model(model: VQAModel, features: ImageFeatures, proposals: list[tuple[torch.Tensor, torch.Tensor]],
+              question_ids: torch.Tensor, lengths: torch.Tensor, image_of_question: torch.Tensor
+              ) -> tuple[Reasoning, Objects]:
+    """The inference path shared by VQAAgent.answer, validation and benchmarks."""
+    objects = model.objects(features, [boxes for boxes, _ in proposals])
+    question, words, word_mask = model.encode_questions(question_ids, lengths)
+    return model.reason(question, words, word_mask, features.grid, objects, image_of_question), objects
+
+
+def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(e) for e in encoded])
+    ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e)] = torch.tensor(e)
+    return ids, lengths
+
+
+class VQAAgent:
+    def __init__(self, model: VQAModel, vocabulary: Vocabulary, device: str = "auto") -> None:
+        self.device = pick_device(device)
+        self.model = model.to(self.device).eval()
+        self.config: AgentConfig = model.config
+        self.vocabulary = vocabulary
+        self._cache: OrderedDict[bytes, tuple] = OrderedDict()
+
+    # --- persistence ------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, config: AgentConfig, vocabulary: Vocabulary, device: str = "auto") -> "VQAAgent":
+        torch.manual_seed(config.seed)
+        return cls(VQAModel(config, len(vocabulary.words), len(vocabulary.answers)), vocabulary, device)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, device: str = "auto") -> "VQAAgent":
+        path = resolve_agent_path(name_or_path)
+        config = AgentConfig.from_dict(json.loads((path / "config.json").read_text()))
+        vocabulary = Vocabulary.from_dict(json.loads((path / "vocabulary.json").read_text()))
+        model = VQAModel(config, len(vocabulary.words), len(vocabulary.answers))
+        model.load_state_dict(load_file(path / "model.safetensors"))
+        return cls(model, vocabulary, device)
+
+    def save_pretrained(self, path: str | os.PathLike, extra: dict | None = None) -> Path:
+        """Writes the agent to `path` atomically (a sibling temp directory renamed into place)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        save_file(state, tmp / "model.safetensors")
+        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
+        (tmp / "vocabulary.json").write_text(json.dumps(self.vocabulary.to_dict()))
+        if extra:
+            (tmp / "training.json").write_text(json.dumps(extra, indent=2))
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        return path
+
+    # --- answering --------------------------------------------------------------------------------
+
+    def _image_features(self, arrays: list[np.ndarray]):
+        """Features, proposals and proposal masks per distinct image, from the cache where possible."""
+        keys = [hashlib.blake2b(a.tobytes() + str(a.shape).encode(), digest_size=16).digest() for a in arrays]
+        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        unique_missing = list(dict.fromkeys(keys[i] for i in missing))
+        if unique_missing:
+            first = {keys[i]: i for i in reversed(missing)}
+            batch = [arrays[first[k]] for k in unique_missing]
+            images = to_model_input(batch, self.config).to(self.device)
+            features = self.model.encode_images(images)
+            proposals = self.model.propose(features.detection)
+            for j, k in enumerate(unique_missing):
+                height, width = batch[j].shape[:2]
+                masks = self.model.proposal_masks(features.detection[j:j + 1], [proposals[j][0]], height, width)[0]
+                self._cache[k] = (features.select(torch.tensor([j], device=self.device)), proposals[j], masks.cpu().numpy())
+                if len(self._cache) > FEATURE_CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        for k in keys:
+            self._cache.move_to_end(k)
+        return [self._cache[k] for k in keys], keys
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
+        """Answers questions[i] about images[i]. A single question is asked of every image."""
+        if isinstance(questions, str):
+            questions = [questions]
+        if len(questions) == 1 and len(images) > 1:
+            questions = list(questions) * len(images)
+        if len(images) != len(questions):
+            raise ValueError(f"got {len(images)} images but {len(questions)} questions")
+        if not images:
+            return []
+        arrays = [as_rgb_array(image) for image in images]
+        encoded = [self.vocabulary.encode(q, self.config.max_question_words) for q in questions]  # QuestionError
+        cached, keys = self._image_features(arrays)
+        distinct = list(dict.fromkeys(keys))
+        where = {k: i for i, k in enumerate(distinct)}
+        entry = {k: c for k, c in zip(keys, cached)}
+        features = ImageFeatures(*(torch.cat([getattr(entry[k][0], name) for k in distinct])
+                                   for name in ("grid", "raw", "detection")))
+        proposals = [entry[k][1] for k in distinct]
+        masks = [entry[k][2] for k in distinct]
+        ids, lengths = pad_questions(encoded)
+        image_of_question = torch.tensor([where[k] for k in keys], device=self.device)
+        reasoning, objects = run_model(self.model, features, proposals, ids.to(self.device), lengths, image_of_question)
+        return self._outputs(questions, arrays, keys, where, proposals, masks, reasoning, objects)
+
+    def _outputs(self, questions, arrays, keys, where, proposals, masks, reasoning, objects) -> list[AgentOutput]:
+        probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
+        top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
+        attributes = {a: torch.softmax(objects.attributes[..., s], dim=-1).cpu() for a, s in CONCEPT_SLICES.items()}
+        concept_index = {a: s.start for a, s in CONCEPT_SLICES.items()}
+        outputs = []
+        for n, question in enumerate(questions):
+            i = where[keys[n]]
+            height, width = arrays[n].shape[:2]
+            boxes, scores = proposals[i]
+            sx = width / self.config.image_width
+            sy = height / self.config.image_height
+            items = []
+            for k in range(len(boxes)):
+                x1, y1, x2, y2 = boxes[k].tolist()
+                items.append(Proposal(
+                    box=(x1 * sx, y1 * sy, x2 * sx, y2 * sy), score=float(scores[k]),
+                    mask=masks[i][k], attention=float(reasoning.object_attention[n, k]),
+                    attributes={a: (CONCEPTS[concept_index[a] + int(p[i, k].argmax())], float(p[i, k].max()))
+                                for a, p in attributes.items()}))
+            concept = {}
+            for a, p in attributes.items():
+                present = p[i, : len(boxes)] * scores.cpu().unsqueeze(1)  # noisy-OR over proposals
+                for j, value in enumerate(CONCEPTS[CONCEPT_SLICES[a]]):
+                    concept[value] = float(1 - torch.prod(1 - present[:, j])) if len(boxes) else 0.0
+            outputs.append(AgentOutput(
+                question=question, answer=self.vocabulary.answers[int(top_i[n, 0])], probability=float(top_p[n, 0]),
+                top_k=[(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])],
+                spatial_attention=reasoning.spatial_attention[n].cpu().numpy(), proposals=items,
+                concept_probabilities=concept, question_embedding=reasoning.question[n].cpu().numpy(),
+                unknown_words=self.vocabulary.unknown_words(question)))
+        return outputs
+
+
+def resolve_agent_path(name_or_path) -> Path:
+    """A directory holding an agent, or the name of a shipped agent ("default" or a preset)."""
+    path = Path(name_or_path)
+    if (path / "config.json").exists():
+        return path
+    name = DEFAULT_AGENT if str(name_or_path) == "default" else str(name_or_path)
+    shipped = CHECKPOINT_DIR / name
+    if (shipped / "config.json").exists():
+        return shipped
+    available = sorted(p.name for p in CHECKPOINT_DIR.glob("*") if (p / "config.json").exists())
+    raise FileNotFoundError(f"no agent at {name_or_path!r}: not a directory with config.json, nor a shipped agent "
+                            f"(shipped: {', '.join(['default'] + available) if available else 'none yet'})")

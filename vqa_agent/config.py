@@ -1,0 +1,69 @@
+"""AgentConfig: every size and training knob of the VQA agent, and the named presets of the zoo."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+
+@dataclass
+class AgentConfig:
+    # Image encoder: a small CNN over the downscaled render; grid features at stride 8 of its input.
+    image_height: int = 120            # renders (320x240) are resized to this before the CNN
+    image_width: int = 160
+    channels: tuple[int, ...] = (32, 64, 96)  # conv stages; the last one gives the attention grid
+    # Object proposals: a CenterNet-style head on the stride-4 map finds object centres, sizes and
+    # a foreground mask from the pixels; ROI features are pooled from the grid with roi_align.
+    max_proposals: int = 12
+    proposal_threshold: float = 0.3    # minimum centre-heatmap score of a proposal
+    roi_size: int = 3                  # roi_align output is roi_size x roi_size
+    # Question encoder: word embeddings and a one-layer LSTM.
+    max_question_words: int = 40
+    word_dim: int = 64
+    hidden: int = 128                  # LSTM size and the width of every attention/reasoning layer
+    # Reasoning: rounds of question-guided spatial + object attention (1 = the paper's single glimpse).
+    reasoning_steps: int = 1
+    use_objects: bool = True           # False: spatial attention only (the CNN+LSTM+SA baseline)
+    top_k: int = 5                     # alternatives reported with every answer
+    dropout: float = 0.1
+    # Training.
+    epochs: int = 10
+    batch_images: int = 32             # images per step; each brings all of its questions
+    learning_rate: float = 2e-3
+    weight_decay: float = 1e-4
+    perception_weight: float = 1.0     # weight of the proposal/attribute losses beside the answer loss
+    max_train_images: int | None = None  # train on a subset of images (weak agents, tests)
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["channels"] = list(self.channels)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AgentConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown AgentConfig fields: {', '.join(unknown)}")
+        data = dict(data)
+        if "channels" in data:
+            data["channels"] = tuple(data["channels"])
+        return cls(**data)
+
+
+PRESETS: dict[str, AgentConfig] = {
+    # For tests: learns something in well under a minute on a tiny world.
+    "tiny": AgentConfig(image_height=60, image_width=80, channels=(8, 16, 24), hidden=32, word_dim=16,
+                        max_proposals=10, epochs=15, batch_images=8, learning_rate=3e-3),
+    # About 60%: spatial attention only, little data (the CNN+LSTM+SA end of the range).
+    "weak": AgentConfig(use_objects=False, epochs=4, max_train_images=2000),
+    # About 75-80%: the game's default agent, noisy enough that players must learn when to trust it.
+    "medium": AgentConfig(reasoning_steps=2, epochs=8),
+    # At least 95%: more reasoning rounds over object proposals, wider layers, longer training.
+    "strong": AgentConfig(channels=(32, 64, 128), hidden=192, reasoning_steps=3, epochs=14),
+}
+
+
+def preset(name: str, **overrides) -> AgentConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return replace(PRESETS[name], **overrides)

@@ -1,0 +1,103 @@
+"""A built world's split prepared for the model: images at the model's resolution, ground-truth boxes
+and attributes from the masks and scene graphs (training targets only), and encoded questions."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from .config import AgentConfig
+from .model import CONCEPT_ATTRIBUTES, DETECTION_STRIDE
+from .tokenizer import Vocabulary
+from .world.render import load_mask_png
+from .world.scene import ATTRIBUTES
+
+
+@dataclass
+class WorldTables:
+    """scenes.json and questions.json of a world, read once."""
+    path: Path
+    scenes: list[dict]
+    questions: list[dict]
+
+    @classmethod
+    def load(cls, world: Path | str) -> "WorldTables":
+        world = Path(world)
+        if not (world / "manifest.json").exists():
+            raise FileNotFoundError(f"{world} is not a built world (no manifest.json); "
+                                    f"run `exag world build --out {world}`")
+        return cls(world, json.loads((world / "scenes.json").read_text())["scenes"],
+                   json.loads((world / "questions.json").read_text())["questions"])
+
+
+@dataclass
+class PreparedSplit:
+    images: torch.Tensor              # [N, 3, H, W] uint8 at the model's resolution
+    boxes: list[torch.Tensor]         # per image [n, 4] x1 y1 x2 y2 in model pixels (visible part)
+    attributes: list[torch.Tensor]    # per image [n, 4] value index of shape, color, size, material
+    foreground: torch.Tensor          # [N, H/4, W/4] bool
+    question_ids: torch.Tensor        # [M, L] word ids, 0-padded
+    lengths: torch.Tensor             # [M]
+    answers: torch.Tensor             # [M] answer index, -1 when the answer is outside the vocabulary
+    image_of_question: torch.Tensor   # [M] index into images
+    families: list[str]
+    types: list[str]
+    answer_texts: list[str]
+
+    def questions_of(self, images: torch.Tensor) -> torch.Tensor:
+        """Indices of every question about the given images."""
+        return torch.nonzero(torch.isin(self.image_of_question, images), as_tuple=True)[0]
+
+
+def ground_truth_boxes(mask: np.ndarray, n_objects: int, scale_x: float, scale_y: float) -> np.ndarray:
+    boxes = np.zeros((n_objects, 4), np.float32)
+    for k in range(n_objects):
+        rows, cols = np.any(mask == k, axis=1), np.any(mask == k, axis=0)
+        if rows.any():
+            y1, y2 = np.nonzero(rows)[0][[0, -1]]
+            x1, x2 = np.nonzero(cols)[0][[0, -1]]
+            boxes[k] = (x1 * scale_x, y1 * scale_y, (x2 + 1) * scale_x, (y2 + 1) * scale_y)
+    return boxes
+
+
+def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabulary: Vocabulary,
+                  max_images: int | None = None, progress: bool = True) -> PreparedSplit:
+    scenes = [s for s in tables.scenes if s["split"] == split][:max_images]
+    if not scenes:
+        raise ValueError(f"{tables.path} has no images in split {split!r}")
+    size = (config.image_width, config.image_height)
+    detection_size = (config.image_width // DETECTION_STRIDE, config.image_height // DETECTION_STRIDE)
+    images, boxes, attributes, foreground = [], [], [], []
+    local = {}
+    for scene in tqdm(scenes, desc=f"preparing {split}", unit="img", disable=not progress, leave=False):
+        local[scene["image_index"]] = len(local)
+        with Image.open(tables.path / "images" / scene["image_filename"]) as file:
+            rgb = file.convert("RGB")
+            images.append(np.asarray(rgb.resize(size, Image.BILINEAR)))
+            width, height = rgb.size
+        mask = load_mask_png(tables.path / "masks" / scene["image_filename"])
+        objects = scene["objects"]
+        boxes.append(torch.from_numpy(ground_truth_boxes(mask, len(objects), size[0] / width, size[1] / height)))
+        attributes.append(torch.tensor([[ATTRIBUTES[a].index(o[a]) for a in CONCEPT_ATTRIBUTES] for o in objects]))
+        small = Image.fromarray(((mask >= 0) * 255).astype(np.uint8)).resize(detection_size, Image.BOX)
+        foreground.append(torch.from_numpy(np.asarray(small) > 127))
+
+    questions = [q for q in tables.questions if q["image_index"] in local]
+    encoded = [vocabulary.encode(q["question"], config.max_question_words) for q in questions]
+    lengths = torch.tensor([len(e) for e in encoded])
+    ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e)] = torch.tensor(e)
+    return PreparedSplit(
+        images=torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).contiguous(),
+        boxes=boxes, attributes=attributes, foreground=torch.stack(foreground),
+        question_ids=ids, lengths=lengths,
+        answers=torch.tensor([vocabulary.answer_index.get(q["answer"], -1) for q in questions]),
+        image_of_question=torch.tensor([local[q["image_index"]] for q in questions]),
+        families=[q["family"] for q in questions], types=[q["type"] for q in questions],
+        answer_texts=[q["answer"] for q in questions])

@@ -1,0 +1,59 @@
+"""Accuracy of an agent on a prepared split, through the same inference path the game uses
+(proposals from the pixels, never from the scene), overall and by question type, answer type, family."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch
+from tqdm import tqdm
+
+from .agent import normalize_images, run_model
+from .data import PreparedSplit
+from .model import VQAModel
+from .world.programs import answer_type
+
+
+@torch.inference_mode()
+def predict(model: VQAModel, data: PreparedSplit, batch_images: int = 64, device: torch.device | None = None,
+            progress: bool = False) -> torch.Tensor:
+    """Predicted answer index of every question of the split."""
+    device = device or next(model.parameters()).device
+    model.eval()
+    predictions = torch.full((len(data.answers),), -1, dtype=torch.long)
+    n = data.images.shape[0]
+    for start in tqdm(range(0, n, batch_images), desc="evaluating", disable=not progress, leave=False):
+        images = torch.arange(start, min(start + batch_images, n))
+        questions = data.questions_of(images)
+        if len(questions) == 0:
+            continue
+        features = model.encode_images(normalize_images(data.images[images].to(device)))
+        proposals = model.propose(features.detection)
+        lengths = data.lengths[questions]
+        ids = data.question_ids[questions][:, : int(lengths.max())].to(device)
+        reasoning, _ = run_model(model, features, proposals, ids, lengths,
+                                 (data.image_of_question[questions] - start).to(device))
+        predictions[questions] = reasoning.logits.argmax(1).cpu()
+    return predictions
+
+
+def accuracy_report(data: PreparedSplit, predictions: torch.Tensor) -> dict:
+    correct = (predictions == data.answers).tolist()
+    groups: dict[str, dict[str, list[bool]]] = {"by_type": defaultdict(list), "by_answer_type": defaultdict(list),
+                                                "by_family": defaultdict(list)}
+    for ok, kind, family, answer in zip(correct, data.types, data.families, data.answer_texts):
+        groups["by_type"][kind].append(ok)
+        groups["by_answer_type"][answer_type(answer)].append(ok)
+        groups["by_family"][family].append(ok)
+    player = [ok for ok, family in zip(correct, data.families) if family.startswith("player_")]
+    return {
+        "accuracy": sum(correct) / max(len(correct), 1),
+        "n": len(correct),
+        "player_accuracy": sum(player) / max(len(player), 1),
+        "player_n": len(player),
+        **{name: {k: {"accuracy": sum(v) / len(v), "n": len(v)} for k, v in sorted(group.items())}
+           for name, group in groups.items()},
+    }
+
+
+def evaluate(model: VQAModel, data: PreparedSplit, progress: bool = False) -> dict:
+    return accuracy_report(data, predict(model, data, progress=progress))

@@ -1,0 +1,270 @@
+"""The ExAG VQA model, after Ray et al. (HCOMP 2019), in one file.
+
+    image (3 x H x W)
+      -> CNN: stride-4 map (proposals) and stride-8 grid (attention), coordinates appended
+      -> proposal head on the stride-4 map: object centre heatmap, centre offset, box size, foreground
+      -> ROI features of each proposal (torchvision roi_align on the grid) + box geometry
+      -> attribute head per proposal (shape, color, size, material): the concept probabilities p(O|I)
+    question (words)
+      -> embeddings -> LSTM: one vector per word and one for the question
+    reasoning, `reasoning_steps` rounds (1 = the paper's single glimpse):
+      control = attention over the question's words
+      spatial attention over the grid and object attention over proposals, guided by control + memory
+      object gates (sigmoid) give a soft count of the selected objects
+      memory <- GRU(attended grid feature, attended object feature, count)
+    classifier over the answer vocabulary from memory, question and counts
+
+Proposals come from the pixels only. During training the ROI features are pooled from ground-truth
+boxes (jittered) so that the attribute head and the reasoning learn from clean objects while the
+proposal head learns to find them; at inference the proposal head's own boxes are used.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+from torchvision.ops import roi_align
+
+from .config import AgentConfig
+from .world.scene import ATTRIBUTES
+
+CONCEPT_ATTRIBUTES = ("shape", "color", "size", "material")
+CONCEPTS = [value for attr in CONCEPT_ATTRIBUTES for value in ATTRIBUTES[attr]]  # 15 words
+CONCEPT_SLICES = {}
+_start = 0
+for _attr in CONCEPT_ATTRIBUTES:
+    CONCEPT_SLICES[_attr] = slice(_start, _start + len(ATTRIBUTES[_attr]))
+    _start += len(ATTRIBUTES[_attr])
+COUNT_BINS = 11                       # soft counts are read through bumps at 0, 1, ..., 10
+GRID_STRIDE, DETECTION_STRIDE = 8, 4  # of the model's input resolution
+DETECTION_CHANNELS = 6                # centre logit, offset x, offset y, width, height, foreground logit
+MASKED = -1e4                         # attention logit of padding (finite, so empty sets give zeros, not NaN)
+
+
+def conv_block(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+
+def coordinates(batch: int, height: int, width: int, device) -> Tensor:
+    """Two channels with x and y in [-1, 1], so attention can reason about where things are."""
+    ys = torch.linspace(-1, 1, height, device=device).view(1, 1, height, 1).expand(batch, 1, height, width)
+    xs = torch.linspace(-1, 1, width, device=device).view(1, 1, 1, width).expand(batch, 1, height, width)
+    return torch.cat([xs, ys], dim=1)
+
+
+class AdditiveAttention(nn.Module):
+    """logit_i = v . tanh(W_f f_i + W_k key): the question-guided attention of the SA/ExAG models.
+    W_f f does not depend on the question, so it is computed once per image (`project`)."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.features = nn.Linear(hidden, hidden, bias=False)
+        self.key = nn.Linear(hidden, hidden)
+        self.score = nn.Linear(hidden, 1)
+
+    def project(self, features: Tensor) -> Tensor:
+        return self.features(features)
+
+    def forward(self, projected: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
+        logits = self.score(torch.tanh(projected + self.key(key).unsqueeze(1))).squeeze(-1)
+        return logits if mask is None else logits.masked_fill(~mask, MASKED)
+
+
+@dataclass
+class ImageFeatures:
+    grid: Tensor        # [B, hidden, gh, gw] features the spatial attention looks at
+    raw: Tensor         # [B, C, gh, gw] last CNN stage, pooled by roi_align
+    detection: Tensor   # [B, 6, dh, dw] proposal head output
+
+    def select(self, index: Tensor) -> "ImageFeatures":
+        return ImageFeatures(self.grid[index], self.raw[index], self.detection[index])
+
+
+@dataclass
+class Objects:
+    features: Tensor    # [B, K, hidden]
+    mask: Tensor        # [B, K] True for real proposals, False for padding
+    attributes: Tensor  # [B, K, 15] attribute logits (CONCEPT_SLICES says which are which)
+
+
+@dataclass
+class Reasoning:
+    logits: Tensor             # [Q, answers]
+    spatial_attention: Tensor  # [Q, gh, gw], sums to 1 (mean over reasoning steps)
+    object_attention: Tensor   # [Q, K], sums to 1 over real proposals (0 when there are none)
+    object_gates: Tensor       # [Q, steps, K] the soft selection behind each step's count
+    question: Tensor           # [Q, hidden] question embedding
+
+
+class VQAModel(nn.Module):
+    def __init__(self, config: AgentConfig, n_words: int, n_answers: int) -> None:
+        super().__init__()
+        self.config = config
+        c1, c2, c3 = config.channels
+        h = config.hidden
+        # image encoder
+        self.stage1 = conv_block(3, c1, 2)                                          # stride 2
+        self.stage2 = nn.Sequential(conv_block(c1, c2, 2), conv_block(c2, c2))      # stride 4
+        self.stage3 = nn.Sequential(conv_block(c2, c3, 2), conv_block(c3, c3))      # stride 8
+        self.detection_fuse = nn.Sequential(nn.Conv2d(c2 + c3, c2, 1, bias=False), nn.BatchNorm2d(c2), nn.ReLU(inplace=True),
+                                            conv_block(c2, c2))
+        self.detection_head = nn.Conv2d(c2, DETECTION_CHANNELS, 1)
+        self.grid_projection = nn.Conv2d(c3 + 2, h, 1)
+        # objects
+        self.roi_projection = nn.Sequential(nn.Linear(c3 * config.roi_size ** 2, h), nn.ReLU(inplace=True))
+        self.object_projection = nn.Sequential(nn.Linear(h + 4, h), nn.ReLU(inplace=True), nn.Linear(h, h))
+        self.attribute_head = nn.Sequential(nn.Linear(h, h), nn.ReLU(inplace=True), nn.Linear(h, len(CONCEPTS)))
+        # question
+        self.embedding = nn.Embedding(n_words, config.word_dim, padding_idx=0)
+        self.lstm = nn.LSTM(config.word_dim, h, batch_first=True)
+        # reasoning
+        self.control = nn.ModuleList(nn.Linear(h, h) for _ in range(config.reasoning_steps))
+        self.control_score = nn.Linear(h, 1)
+        self.key = nn.Linear(2 * h, h)
+        self.spatial_attention = AdditiveAttention(h)
+        self.object_attention = AdditiveAttention(h)
+        self.object_gate = AdditiveAttention(h)
+        self.memory = nn.GRUCell(2 * h + COUNT_BINS, h)
+        self.classifier = nn.Sequential(
+            nn.Linear(2 * h + config.reasoning_steps * COUNT_BINS, 2 * h), nn.ReLU(inplace=True),
+            nn.Dropout(config.dropout), nn.Linear(2 * h, n_answers))
+        # a confident "nothing here" start keeps early training from proposing every pixel
+        nn.init.constant_(self.detection_head.bias[0], -4.0)
+
+    # --- image ------------------------------------------------------------------------------------
+
+    def encode_images(self, images: Tensor) -> ImageFeatures:
+        """images: [B, 3, H, W] normalized floats at the config's resolution."""
+        x2 = self.stage2(self.stage1(images))
+        x3 = self.stage3(x2)
+        up = F.interpolate(x3, size=x2.shape[-2:], mode="bilinear", align_corners=False)
+        detection = self.detection_head(self.detection_fuse(torch.cat([x2, up], dim=1)))
+        b, _, gh, gw = x3.shape
+        grid = self.grid_projection(torch.cat([x3, coordinates(b, gh, gw, x3.device)], dim=1))
+        return ImageFeatures(grid=grid, raw=x3, detection=detection)
+
+    def objects(self, features: ImageFeatures, boxes: list[Tensor]) -> Objects:
+        """ROI features of boxes given per image as [K_i, 4] (x1, y1, x2, y2 in input pixels)."""
+        b = features.raw.shape[0]
+        k = max([len(x) for x in boxes] + [1])
+        height = features.raw.shape[-2] * GRID_STRIDE
+        width = features.raw.shape[-1] * GRID_STRIDE
+        pooled = roi_align(features.raw, [x.to(features.raw.dtype) for x in boxes], self.config.roi_size,
+                           spatial_scale=1 / GRID_STRIDE, sampling_ratio=2, aligned=True)
+        pooled = self.roi_projection(pooled.flatten(1))
+        all_boxes = torch.cat(boxes) if pooled.shape[0] else pooled.new_zeros(0, 4)
+        scale = all_boxes.new_tensor([width, height, width, height])
+        geometry = all_boxes / scale
+        geometry = torch.stack([(geometry[:, 0] + geometry[:, 2]) / 2, (geometry[:, 1] + geometry[:, 3]) / 2,
+                                geometry[:, 2] - geometry[:, 0], geometry[:, 3] - geometry[:, 1]], dim=1)
+        flat = self.object_projection(torch.cat([pooled, geometry], dim=1))
+        out = flat.new_zeros(b, k, flat.shape[1])
+        mask = torch.zeros(b, k, dtype=torch.bool, device=flat.device)
+        start = 0
+        for i, x in enumerate(boxes):
+            out[i, : len(x)] = flat[start:start + len(x)]
+            mask[i, : len(x)] = True
+            start += len(x)
+        return Objects(features=out, mask=mask, attributes=self.attribute_head(out))
+
+    @torch.no_grad()
+    def propose(self, detection: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """Boxes [K, 4] (input pixels) and scores [K] per image: peaks of the centre heatmap."""
+        heat = torch.sigmoid(detection[:, 0])
+        peaks = (heat == F.max_pool2d(heat.unsqueeze(1), 3, 1, 1).squeeze(1)) & (heat > self.config.proposal_threshold)
+        dh, dw = heat.shape[-2:]
+        result = []
+        for i in range(heat.shape[0]):
+            ys, xs = torch.nonzero(peaks[i], as_tuple=True)
+            scores = heat[i, ys, xs]
+            order = torch.argsort(scores, descending=True)[: self.config.max_proposals]
+            ys, xs, scores = ys[order], xs[order], scores[order]
+            cx = (xs.float() + 0.5 + detection[i, 1, ys, xs]) * DETECTION_STRIDE
+            cy = (ys.float() + 0.5 + detection[i, 2, ys, xs]) * DETECTION_STRIDE
+            w = F.relu(detection[i, 3, ys, xs]) * dw * DETECTION_STRIDE
+            h = F.relu(detection[i, 4, ys, xs]) * dh * DETECTION_STRIDE
+            boxes = torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dim=1)
+            limit = boxes.new_tensor([dw, dh, dw, dh]) * DETECTION_STRIDE
+            result.append((boxes.clamp(min=0).minimum(limit), scores))
+        return result
+
+    @torch.no_grad()
+    def proposal_masks(self, detection: Tensor, boxes: list[Tensor], height: int, width: int) -> list[Tensor]:
+        """Per-proposal boolean masks [K, height, width]: foreground pixels, each given to the proposal
+        whose box holds it and whose centre is nearest (relative to the box size). Worked out at the
+        model's input resolution, then scaled to the requested size."""
+        dh, dw = detection.shape[-2] * DETECTION_STRIDE, detection.shape[-1] * DETECTION_STRIDE
+        foreground = torch.sigmoid(F.interpolate(detection[:, 5:6], size=(dh, dw), mode="bilinear",
+                                                 align_corners=False))[:, 0] > 0.5
+        ys = (torch.arange(dh, device=detection.device).float() + 0.5).view(1, dh, 1)
+        xs = (torch.arange(dw, device=detection.device).float() + 0.5).view(1, 1, dw)
+        masks = []
+        for i, b in enumerate(boxes):
+            if len(b) == 0:
+                masks.append(torch.zeros(0, height, width, dtype=torch.bool, device=detection.device))
+                continue
+            x1, y1, x2, y2 = (b[:, j].view(-1, 1, 1) for j in range(4))
+            inside = (xs >= x1) & (xs <= x2) & (ys >= y1) & (ys <= y2)
+            dx = (xs - (x1 + x2) / 2) / (x2 - x1).clamp(min=1)
+            dy = (ys - (y1 + y2) / 2) / (y2 - y1).clamp(min=1)
+            distance = torch.where(inside, dx ** 2 + dy ** 2, torch.full_like(dx * dy, math.inf))
+            owned = torch.arange(len(b), device=b.device).view(-1, 1, 1) == distance.argmin(dim=0).unsqueeze(0)
+            small = (owned & inside & foreground[i].unsqueeze(0)).unsqueeze(1).float()
+            masks.append(F.interpolate(small, size=(height, width), mode="nearest")[:, 0].bool())
+        return masks
+
+    # --- question ---------------------------------------------------------------------------------
+
+    def encode_questions(self, ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """ids [Q, L] (0-padded), lengths [Q] -> question vector [Q, h], word vectors [Q, L, h], mask."""
+        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(ids), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        words, (last, _) = self.lstm(packed)
+        words, _ = nn.utils.rnn.pad_packed_sequence(words, batch_first=True, total_length=ids.shape[1])
+        mask = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0) < lengths.unsqueeze(1).to(ids.device)
+        return last[-1], words, mask
+
+    # --- reasoning --------------------------------------------------------------------------------
+
+    def reason(self, question: Tensor, words: Tensor, word_mask: Tensor, grid: Tensor, objects: Objects,
+               image_of_question: Tensor) -> Reasoning:
+        """Questions (with their words) about images: grid [B, h, gh, gw] and objects [B, K, h] per
+        image, image_of_question [Q] says which image each question is about."""
+        q, gh, gw = question.shape[0], grid.shape[-2], grid.shape[-1]
+        cells = grid.flatten(2).transpose(1, 2)  # [B, gh*gw, h]
+        # question-independent halves of the attentions, once per image
+        cells_key = self.spatial_attention.project(cells)[image_of_question]
+        objects_key = self.object_attention.project(objects.features)[image_of_question]
+        gates_key = self.object_gate.project(objects.features)[image_of_question]
+        cells, features, mask = cells[image_of_question], objects.features[image_of_question], objects.mask[image_of_question]
+        memory = question
+        bins = torch.arange(COUNT_BINS, device=grid.device, dtype=grid.dtype)
+        spatial_sum = grid.new_zeros(q, gh * gw)
+        object_sum = grid.new_zeros(q, mask.shape[1])
+        counts, gates_per_step = [], []
+        for step in range(self.config.reasoning_steps):
+            word_logits = self.control_score(self.control[step](question).unsqueeze(1) * words).squeeze(-1)
+            word_weights = torch.softmax(word_logits.masked_fill(~word_mask, MASKED), dim=1)
+            control = (word_weights.unsqueeze(-1) * words).sum(1)
+            key = self.key(torch.cat([control, memory], dim=1))
+            spatial = torch.softmax(self.spatial_attention(cells_key, key), dim=1)
+            seen_grid = torch.bmm(spatial.unsqueeze(1), cells).squeeze(1)
+            attention = torch.softmax(self.object_attention(objects_key, key, mask), dim=1) * mask
+            gates = torch.sigmoid(self.object_gate(gates_key, key, mask)) * mask
+            seen_objects = torch.bmm(attention.unsqueeze(1), features).squeeze(1)
+            count = torch.exp(-0.5 * ((gates.sum(1, keepdim=True) - bins) / 0.5) ** 2)
+            if not self.config.use_objects:  # the spatial-attention-only baseline: objects never reach the answer
+                seen_objects, count = torch.zeros_like(seen_objects), torch.zeros_like(count)
+            memory = self.memory(torch.cat([seen_grid, seen_objects, count], dim=1), memory)
+            spatial_sum, object_sum = spatial_sum + spatial, object_sum + attention
+            counts.append(count)
+            gates_per_step.append(gates)
+        logits = self.classifier(torch.cat([memory, question] + counts, dim=1))
+        steps = self.config.reasoning_steps
+        return Reasoning(logits=logits, spatial_attention=(spatial_sum / steps).view(q, gh, gw),
+                         object_attention=object_sum / steps, object_gates=torch.stack(gates_per_step, 1),
+                         question=question)
