@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 
 from .config import AgentConfig
 from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, Reasoning, VQAModel
-from .tokenizer import QuestionError, Vocabulary
+from .tokenizer import Vocabulary
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
 DEFAULT_AGENT = "medium"                                 # what "default" means
