@@ -30,6 +30,8 @@ class AgentConfig:
     learning_rate: float = 2e-3
     weight_decay: float = 1e-4
     perception_weight: float = 1.0     # weight of the proposal/attribute losses beside the answer loss
+    attention_supervision: float = 0.0  # weight of losses that teach the last step's object gates the
+                                        # program's answer set (and its attention the queried object)
     max_train_images: int | None = None  # train on a subset of images (weak agents, tests)
     seed: int = 0
 

@@ -14,8 +14,12 @@ from tqdm import tqdm
 from .config import AgentConfig
 from .model import CONCEPT_ATTRIBUTES, DETECTION_STRIDE
 from .tokenizer import Vocabulary
+from .world.clevr_io import scene_from_json
+from .world.programs import IllPosed, ProgramError, program_from_json, trace
 from .world.render import load_mask_png
 from .world.scene import ATTRIBUTES
+
+MAX_OBJECTS = 10
 
 
 @dataclass
@@ -48,6 +52,7 @@ class PreparedSplit:
     families: list[str]
     types: list[str]
     answer_texts: list[str]
+    target_objects: torch.Tensor      # [M, MAX_OBJECTS] 1/0: object in the set the answer is read from; -1 unknown
 
     def questions_of(self, images: torch.Tensor) -> torch.Tensor:
         """Indices of every question about the given images."""
@@ -63,6 +68,24 @@ def ground_truth_boxes(mask: np.ndarray, n_objects: int, scale_x: float, scale_y
             x1, x2 = np.nonzero(cols)[0][[0, -1]]
             boxes[k] = (x1 * scale_x, y1 * scale_y, (x2 + 1) * scale_x, (y2 + 1) * scale_y)
     return boxes
+
+
+def answer_set(program: list[dict], scene: dict) -> frozenset[int] | None:
+    """The set of objects the answer is read from (counted, tested for existence, or the queried
+    object), from the program's trace; None for answers that compare two sets or values."""
+    nodes = program_from_json(program)
+    try:
+        outputs = trace(nodes, scene_from_json(scene))
+    except (IllPosed, ProgramError):
+        return None
+    last = len(nodes) - 1
+    function = nodes[last].function
+    if function.startswith("query_"):
+        last = nodes[last].inputs[0]            # the unique object
+        return outputs[nodes[last].inputs[0]]   # ... and the one-object set it came from
+    if function in ("count", "exist", "most_common"):
+        return outputs[nodes[last].inputs[0]]
+    return None
 
 
 def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabulary: Vocabulary,
@@ -88,6 +111,13 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         foreground.append(torch.from_numpy(np.asarray(small) > 127))
 
     questions = [q for q in tables.questions if q["image_index"] in local]
+    scene_of = {s["image_index"]: s for s in scenes}
+    targets = torch.full((len(questions), MAX_OBJECTS), -1.0)
+    for i, q in enumerate(questions):
+        members = answer_set(q["program"], scene_of[q["image_index"]])
+        if members is not None:
+            n = len(scene_of[q["image_index"]]["objects"])
+            targets[i, :n] = torch.tensor([float(k in members) for k in range(n)])
     encoded = [vocabulary.encode(q["question"], config.max_question_words) for q in questions]
     lengths = torch.tensor([len(e) for e in encoded])
     ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)
@@ -100,4 +130,4 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         answers=torch.tensor([vocabulary.answer_index.get(q["answer"], -1) for q in questions]),
         image_of_question=torch.tensor([local[q["image_index"]] for q in questions]),
         families=[q["family"] for q in questions], types=[q["type"] for q in questions],
-        answer_texts=[q["answer"] for q in questions])
+        answer_texts=[q["answer"] for q in questions], target_objects=targets)

@@ -72,6 +72,22 @@ def jitter(boxes: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return boxes + noise * torch.cat([w, h, w, h], dim=1)
 
 
+def attention_loss(reasoning, targets: torch.Tensor) -> torch.Tensor:
+    """Gates of the last reasoning step should select the program's answer set (training objects are
+    the ground-truth objects in scene order, so object k of the targets is proposal k); for a one-object
+    set the object attention should also point at it."""
+    k = reasoning.object_gates.shape[-1]
+    targets = targets[:, :k]
+    known = targets >= 0
+    gates = reasoning.object_gates[:, -1].clamp(1e-4, 1 - 1e-4)
+    gate_loss = F.binary_cross_entropy(gates[known], targets[known]) if known.any() else gates.sum() * 0
+    single = (targets == 1).sum(1) == 1
+    if not single.any():
+        return gate_loss
+    attention = (reasoning.object_attention[single] * targets[single].clamp(min=0)).sum(1)
+    return gate_loss - torch.log(attention.clamp(min=1e-6)).mean()
+
+
 def training_step(model: VQAModel, data: PreparedSplit, images: torch.Tensor, config: AgentConfig,
                   device: torch.device, generator: torch.Generator) -> tuple[torch.Tensor, dict]:
     features = model.encode_images(normalize_images(data.images[images].to(device)))
@@ -101,6 +117,8 @@ def training_step(model: VQAModel, data: PreparedSplit, images: torch.Tensor, co
     loss_answer = F.cross_entropy(reasoning.logits, answers, ignore_index=-1)
     perception = loss_heat + loss_box + loss_foreground + loss_attributes
     loss = loss_answer + config.perception_weight * perception
+    if config.attention_supervision > 0:
+        loss = loss + config.attention_supervision * attention_loss(reasoning, data.target_objects[questions].to(device))
     correct = (reasoning.logits.argmax(1) == answers).sum().item()
     return loss, {"loss": loss.item(), "answer": loss_answer.item(), "perception": perception.item(),
                   "correct": correct, "n": len(answers)}
