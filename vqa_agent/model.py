@@ -9,10 +9,13 @@
       -> embeddings -> LSTM: one vector per word and one for the question
     reasoning, `reasoning_steps` rounds (1 = the paper's single glimpse):
       control = attention over the question's words
-      spatial attention over the grid and object attention over proposals, guided by control + memory
+      spatial attention over the grid and object attention over proposals, guided by control + memory;
+        the object logits also get grounded terms: the concept words the control asks for, scored by
+        the objects' log attribute beliefs, and the direction from the object attended last
       object gates (sigmoid) give a soft count of the selected objects
       memory <- GRU(attended grid feature, attended object feature, count)
-    classifier over the answer vocabulary from memory, question and counts
+    classifier over the answer vocabulary from memory, question, counts and the attended objects'
+    attribute beliefs (a query's answer can be read off the attended object)
 
 Proposals come from the pixels only. During training the ROI features are pooled from ground-truth
 boxes (jittered) so that the attribute head and the reasoning learn from clean objects while the
