@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -167,26 +167,45 @@ class VQAAgent:
 
     # --- answering --------------------------------------------------------------------------------
 
-    def _image_features(self, arrays: list[np.ndarray]):
-        """Features, proposals and proposal masks per distinct image, from the cache where possible."""
+    def _look(self, arrays: list[np.ndarray]) -> list["SeenImage"]:
+        """What the agent sees in each image, whatever the question: features, proposals with masks
+        and attributes, concept probabilities. Cached by image content."""
         keys = [hashlib.blake2b(a.tobytes() + str(a.shape).encode(), digest_size=16).digest() for a in arrays]
-        missing = [i for i, k in enumerate(keys) if k not in self._cache]
-        unique_missing = list(dict.fromkeys(keys[i] for i in missing))
-        if unique_missing:
-            first = {keys[i]: i for i in reversed(missing)}
-            batch = [arrays[first[k]] for k in unique_missing]
-            images = to_model_input(batch, self.config).to(self.device)
-            features = self.model.encode_images(images)
-            proposals = self.model.propose(features.detection)
-            for j, k in enumerate(unique_missing):
-                height, width = batch[j].shape[:2]
-                masks = self.model.proposal_masks(features.detection[j:j + 1], [proposals[j][0]], height, width)[0]
-                self._cache[k] = (features.select(torch.tensor([j], device=self.device)), proposals[j], masks.cpu().numpy())
+        new = {k: a for k, a in zip(keys, arrays) if k not in self._cache}
+        if new:
+            batch = list(new.values())
+            features = self.model.encode_images(to_model_input(batch, self.config).to(self.device))
+            found = self.model.propose(features.detection)
+            objects = self.model.objects(features, [boxes for boxes, _ in found])
+            for j, (key, array) in enumerate(new.items()):
+                self._cache[key] = self._seen_image(array, features, found[j], objects, j)
                 if len(self._cache) > FEATURE_CACHE_SIZE:
                     self._cache.popitem(last=False)
         for k in keys:
             self._cache.move_to_end(k)
-        return [self._cache[k] for k in keys], keys
+        return [self._cache[k] for k in keys]
+
+    def _seen_image(self, array: np.ndarray, features: ImageFeatures, found, objects: Objects, j: int) -> "SeenImage":
+        boxes, scores = found
+        height, width = array.shape[:2]
+        masks = self.model.proposal_masks(features.detection[j:j + 1], [boxes], height, width)[0].cpu().numpy()
+        n = len(boxes)
+        beliefs = {a: torch.softmax(objects.attributes[j, :n, s], dim=-1).cpu() for a, s in CONCEPT_SLICES.items()}
+        scale = torch.tensor([width / self.config.image_width, height / self.config.image_height] * 2)
+        proposals = [Proposal(box=tuple((boxes[k].cpu() * scale).tolist()), score=float(scores[k]), mask=masks[k],
+                              attention=0.0,
+                              attributes={a: (CONCEPTS[CONCEPT_SLICES[a].start + int(p[k].argmax())], float(p[k].max()))
+                                          for a, p in beliefs.items()})
+                     for k in range(n)]
+        concepts = {}
+        for a, p in beliefs.items():
+            present = p * scores.cpu().unsqueeze(1)  # noisy-OR over proposals, weighted by their confidence
+            for value, probability in zip(CONCEPTS[CONCEPT_SLICES[a]], (1 - torch.prod(1 - present, dim=0)).tolist()):
+                concepts[value] = probability
+        return SeenImage(grid=features.grid[j:j + 1],
+                         objects=Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)]
+                                           for f in ("features", "mask", "attributes", "positions"))),
+                         proposals=proposals, concepts=concepts)
 
     @torch.inference_mode()
     def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
@@ -200,52 +219,45 @@ class VQAAgent:
         if not images:
             return []
         arrays = [as_rgb_array(image) for image in images]
-        encoded = [self.vocabulary.encode(q, self.config.max_question_words) for q in questions]  # QuestionError
-        cached, keys = self._image_features(arrays)
-        distinct = list(dict.fromkeys(keys))
-        where = {k: i for i, k in enumerate(distinct)}
-        entry = {k: c for k, c in zip(keys, cached)}
-        features = ImageFeatures(*(torch.cat([getattr(entry[k][0], name) for k in distinct])
-                                   for name in ("grid", "raw", "detection")))
-        proposals = [entry[k][1] for k in distinct]
-        masks = [entry[k][2] for k in distinct]
-        ids, lengths = pad_questions(encoded)
-        image_of_question = torch.tensor([where[k] for k in keys], device=self.device)
-        reasoning, objects = run_model(self.model, features, proposals, ids.to(self.device), lengths, image_of_question)
-        return self._outputs(questions, arrays, keys, where, proposals, masks, reasoning, objects)
-
-    def _outputs(self, questions, arrays, keys, where, proposals, masks, reasoning, objects) -> list[AgentOutput]:
+        ids, lengths = pad_questions([self.vocabulary.encode(q, self.config.max_question_words) for q in questions])
+        seen = self._look(arrays)
+        objects = stack_objects([s.objects for s in seen])
+        question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
+        reasoning = self.model.reason(question, words, word_mask, torch.cat([s.grid for s in seen]), objects,
+                                      torch.arange(len(seen), device=self.device))
         probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
         top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
-        attributes = {a: torch.softmax(objects.attributes[..., s], dim=-1).cpu() for a, s in CONCEPT_SLICES.items()}
-        concept_index = {a: s.start for a, s in CONCEPT_SLICES.items()}
+        object_attention = reasoning.object_attention.cpu().tolist()
         outputs = []
-        for n, question in enumerate(questions):
-            i = where[keys[n]]
-            height, width = arrays[n].shape[:2]
-            boxes, scores = proposals[i]
-            sx = width / self.config.image_width
-            sy = height / self.config.image_height
-            items = []
-            for k in range(len(boxes)):
-                x1, y1, x2, y2 = boxes[k].tolist()
-                items.append(Proposal(
-                    box=(x1 * sx, y1 * sy, x2 * sx, y2 * sy), score=float(scores[k]),
-                    mask=masks[i][k], attention=float(reasoning.object_attention[n, k]),
-                    attributes={a: (CONCEPTS[concept_index[a] + int(p[i, k].argmax())], float(p[i, k].max()))
-                                for a, p in attributes.items()}))
-            concept = {}
-            for a, p in attributes.items():
-                present = p[i, : len(boxes)] * scores.cpu().unsqueeze(1)  # noisy-OR over proposals
-                for j, value in enumerate(CONCEPTS[CONCEPT_SLICES[a]]):
-                    concept[value] = float(1 - torch.prod(1 - present[:, j])) if len(boxes) else 0.0
+        for n, (question_text, image) in enumerate(zip(questions, seen)):
             outputs.append(AgentOutput(
-                question=question, answer=self.vocabulary.answers[int(top_i[n, 0])], probability=float(top_p[n, 0]),
+                question=question_text, answer=self.vocabulary.answers[int(top_i[n, 0])],
+                probability=float(top_p[n, 0]),
                 top_k=[(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])],
-                spatial_attention=reasoning.spatial_attention[n].cpu().numpy(), proposals=items,
-                concept_probabilities=concept, question_embedding=reasoning.question[n].cpu().numpy(),
-                unknown_words=self.vocabulary.unknown_words(question)))
+                spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
+                proposals=[replace(p, attention=object_attention[n][k]) for k, p in enumerate(image.proposals)],
+                concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
+                unknown_words=self.vocabulary.unknown_words(question_text)))
         return outputs
+
+
+@dataclass
+class SeenImage:
+    grid: torch.Tensor          # [1, hidden, gh, gw]
+    objects: Objects            # batch of one, padded to at least one slot
+    proposals: list[Proposal]   # attention left at 0: it depends on the question
+    concepts: dict[str, float]
+
+
+def stack_objects(parts: list[Objects]) -> Objects:
+    """Objects of several images in one batch, padded to the largest number of proposals."""
+    k = max(p.mask.shape[1] for p in parts)
+
+    def pad(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, k - x.shape[1]))
+
+    return Objects(*(torch.cat([pad(getattr(p, f)) for p in parts])
+                     for f in ("features", "mask", "attributes", "positions")))
 
 
 def resolve_agent_path(name_or_path) -> Path:
