@@ -56,8 +56,9 @@ PRESETS: dict[str, AgentConfig] = {
     # For tests: learns something in well under a minute on a tiny world.
     "tiny": AgentConfig(image_height=60, image_width=80, channels=(8, 16, 24), hidden=32, word_dim=16,
                         max_proposals=10, epochs=15, batch_images=8, learning_rate=3e-3, attention_supervision=1.0),
-    # About 60%: spatial attention only, little data (the CNN+LSTM+SA end of the range).
-    "weak": AgentConfig(use_objects=False, epochs=4, max_train_images=2000),
+    # About 60%: one glimpse, a third of the data, a short schedule. (The spatial-attention-only
+    # CNN+LSTM+SA baseline, use_objects=False, stays near 33% here: too weak to be a useful partner.)
+    "weak": AgentConfig(epochs=4, max_train_images=3000, attention_supervision=1.0),
     # About 75-80%: the game's default agent, noisy enough that players must learn when to trust it.
     "medium": AgentConfig(reasoning_steps=2, epochs=8, attention_supervision=1.0),
     # At least 95%: more reasoning rounds over object proposals, wider layers, longer training.
