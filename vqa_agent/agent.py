@@ -24,7 +24,7 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from .config import AgentConfig
-from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, Reasoning, VQAModel
+from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, VQAModel
 from .tokenizer import Vocabulary
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
@@ -105,15 +105,6 @@ class AgentOutput:
     concept_probabilities: dict[str, float]   # p(O|I) for each object/scene word
     question_embedding: np.ndarray
     unknown_words: list[str] = field(default_factory=list)
-
-
-def run_model(model: VQAModel, features: ImageFeatures, proposals: list[tuple[torch.Tensor, torch.Tensor]],
-              question_ids: torch.Tensor, lengths: torch.Tensor, image_of_question: torch.Tensor
-              ) -> tuple[Reasoning, Objects]:
-    """The inference path shared by VQAAgent.answer, validation and benchmarks."""
-    objects = model.objects(features, [boxes for boxes, _ in proposals])
-    question, words, word_mask = model.encode_questions(question_ids, lengths)
-    return model.reason(question, words, word_mask, features.grid, objects, image_of_question), objects
 
 
 def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,13 +11,14 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
+from .agent import pad_questions
 from .config import AgentConfig
 from .model import CONCEPT_ATTRIBUTES, DETECTION_STRIDE
 from .tokenizer import Vocabulary
 from .world.clevr_io import scene_from_json
 from .world.programs import IllPosed, ProgramError, program_from_json, trace
 from .world.render import load_mask_png
-from .world.scene import ATTRIBUTES
+from .world.scene import ATTRIBUTES, Scene
 
 MAX_OBJECTS = 10
 
@@ -70,12 +71,14 @@ def ground_truth_boxes(mask: np.ndarray, n_objects: int, scale_x: float, scale_y
     return boxes
 
 
-def answer_set(program: list[dict], scene: dict) -> frozenset[int] | None:
+def answer_set(program: list[dict], scene: Scene | dict) -> frozenset[int] | None:
     """The set of objects the answer is read from (counted, tested for existence, or the queried
     object), from the program's trace; None for answers that compare two sets or values."""
     nodes = program_from_json(program)
+    if isinstance(scene, dict):
+        scene = scene_from_json(scene)
     try:
-        outputs = trace(nodes, scene_from_json(scene))
+        outputs = trace(nodes, scene)
     except (IllPosed, ProgramError):
         return None
     last = len(nodes) - 1
@@ -111,18 +114,14 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         foreground.append(torch.from_numpy(np.asarray(small) > 127))
 
     questions = [q for q in tables.questions if q["image_index"] in local]
-    scene_of = {s["image_index"]: s for s in scenes}
+    scene_of = {s["image_index"]: scene_from_json(s) for s in scenes}  # converted once, not per question
     targets = torch.full((len(questions), MAX_OBJECTS), -1.0)
     for i, q in enumerate(questions):
         members = answer_set(q["program"], scene_of[q["image_index"]])
         if members is not None:
-            n = len(scene_of[q["image_index"]]["objects"])
+            n = len(scene_of[q["image_index"]].objects)
             targets[i, :n] = torch.tensor([float(k in members) for k in range(n)])
-    encoded = [vocabulary.encode(q["question"], config.max_question_words) for q in questions]
-    lengths = torch.tensor([len(e) for e in encoded])
-    ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)
-    for i, e in enumerate(encoded):
-        ids[i, : len(e)] = torch.tensor(e)
+    ids, lengths = pad_questions([vocabulary.encode(q["question"], config.max_question_words) for q in questions])
     return PreparedSplit(
         images=torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).contiguous(),
         boxes=boxes, attributes=attributes, foreground=torch.stack(foreground),

@@ -7,7 +7,7 @@ from collections import defaultdict
 import torch
 from tqdm import tqdm
 
-from .agent import normalize_images, run_model
+from .agent import normalize_images
 from .data import PreparedSplit
 from .model import VQAModel
 from .world.programs import answer_type
@@ -30,7 +30,10 @@ def predict(model: VQAModel, data: PreparedSplit, batch_images: int = 64, device
         proposals = model.propose(features.detection)
         lengths = data.lengths[questions]
         ids = data.question_ids[questions][:, : int(lengths.max())].to(device)
-        reasoning, _ = run_model(model, features, proposals, ids, lengths,
+        # the agent's inference path: objects from the proposal head's own boxes
+        objects = model.objects(features, [boxes for boxes, _ in proposals])
+        question, words, word_mask = model.encode_questions(ids, lengths)
+        reasoning = model.reason(question, words, word_mask, features.grid, objects,
                                  (data.image_of_question[questions] - start).to(device))
         predictions[questions] = reasoning.logits.argmax(1).cpu()
     return predictions

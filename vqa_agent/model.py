@@ -90,9 +90,6 @@ class ImageFeatures:
     raw: Tensor         # [B, C, gh, gw] last CNN stage, pooled by roi_align
     detection: Tensor   # [B, 6, dh, dw] proposal head output
 
-    def select(self, index: Tensor) -> "ImageFeatures":
-        return ImageFeatures(self.grid[index], self.raw[index], self.detection[index])
-
 
 @dataclass
 class Objects:
@@ -181,7 +178,9 @@ class VQAModel(nn.Module):
         appearance = torch.cat([pooled, geometry], dim=1)
         attributes = self.attribute_head(appearance)
         beliefs = torch.cat([torch.softmax(attributes[:, s], dim=1) for s in CONCEPT_SLICES.values()], dim=1)
-        flat = torch.cat([self.object_projection(torch.cat([appearance, beliefs], dim=1)), attributes], dim=1)
+        # one row per proposal: features | attribute logits | centre x, y; then padded per image
+        flat = torch.cat([self.object_projection(torch.cat([appearance, beliefs], dim=1)), attributes,
+                          geometry[:, :2]], dim=1)
         out = flat.new_zeros(b, k, flat.shape[1])
         mask = torch.zeros(b, k, dtype=torch.bool, device=flat.device)
         start = 0
@@ -189,13 +188,8 @@ class VQAModel(nn.Module):
             out[i, : len(x)] = flat[start:start + len(x)]
             mask[i, : len(x)] = True
             start += len(x)
-        positions = flat.new_zeros(b, k, 2)
-        start = 0
-        for i, x in enumerate(boxes):
-            positions[i, : len(x)] = geometry[start:start + len(x), :2]
-            start += len(x)
-        return Objects(features=out[..., : -len(CONCEPTS)], mask=mask, attributes=out[..., -len(CONCEPTS):],
-                       positions=positions)
+        n = len(CONCEPTS)
+        return Objects(features=out[..., : -n - 2], mask=mask, attributes=out[..., -n - 2:-2], positions=out[..., -2:])
 
     @torch.no_grad()
     def propose(self, detection: Tensor) -> list[tuple[Tensor, Tensor]]:
