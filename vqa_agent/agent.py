@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +25,7 @@ from safetensors.torch import load_file, save_file
 
 from .config import AgentConfig
 from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, VQAModel
+from .symbolic import PerceivedScene, answer_symbolically, perceive
 from .tokenizer import Vocabulary
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
@@ -32,6 +33,7 @@ DEFAULT_AGENT = "medium"                                 # what "default" means
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
 FEATURE_CACHE_SIZE = 256   # images whose features stay in memory
+OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
 
 
 class ImageError(ValueError):
@@ -105,6 +107,7 @@ class AgentOutput:
     concept_probabilities: dict[str, float]   # p(O|I) for each object/scene word
     question_embedding: np.ndarray
     unknown_words: list[str] = field(default_factory=list)
+    answered_by: str = "classifier"           # or "program" (symbolic agents, parsed questions)
 
 
 def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -195,8 +198,9 @@ class VQAAgent:
                 concepts[value] = probability
         return SeenImage(grid=features.grid[j:j + 1],
                          objects=Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)]
-                                           for f in ("features", "mask", "attributes", "positions"))),
-                         proposals=proposals, concepts=concepts)
+                                           for f in OBJECT_FIELDS)),
+                         proposals=proposals, concepts=concepts,
+                         perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None)
 
     @torch.inference_mode()
     def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
@@ -221,14 +225,23 @@ class VQAAgent:
         object_attention = reasoning.object_attention.cpu().tolist()
         outputs = []
         for n, (question_text, image) in enumerate(zip(questions, seen)):
+            top_k = [(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])]
+            attention = object_attention[n][:len(image.proposals)]
+            symbolic = answer_symbolically(question_text, image.perceived) if image.perceived else None
+            if symbolic is not None:
+                # the program's own evidence is what this agent looked at; the classifier's guesses
+                # stay as alternatives, scaled to share what the program's answer leaves
+                top_k = [(symbolic.answer, symbolic.probability)] + \
+                    [(a, p * (1 - symbolic.probability)) for a, p in top_k if a != symbolic.answer][: self.config.top_k - 1]
+                attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
+                             for k in range(len(image.proposals))]
             outputs.append(AgentOutput(
-                question=question_text, answer=self.vocabulary.answers[int(top_i[n, 0])],
-                probability=float(top_p[n, 0]),
-                top_k=[(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])],
+                question=question_text, answer=top_k[0][0], probability=top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
-                proposals=[replace(p, attention=object_attention[n][k]) for k, p in enumerate(image.proposals)],
+                proposals=[replace(p, attention=attention[k]) for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
-                unknown_words=self.vocabulary.unknown_words(question_text)))
+                unknown_words=self.vocabulary.unknown_words(question_text),
+                answered_by="program" if symbolic is not None else "classifier"))
         return outputs
 
 
@@ -238,6 +251,7 @@ class SeenImage:
     objects: Objects            # batch of one, padded to at least one slot
     proposals: list[Proposal]   # attention left at 0: it depends on the question
     concepts: dict[str, float]
+    perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
 
 
 def stack_objects(parts: list[Objects]) -> Objects:
@@ -248,7 +262,7 @@ def stack_objects(parts: list[Objects]) -> Objects:
         return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, k - x.shape[1]))
 
     return Objects(*(torch.cat([pad(getattr(p, f)) for p in parts])
-                     for f in ("features", "mask", "attributes", "positions")))
+                     for f in OBJECT_FIELDS))
 
 
 def resolve_agent_path(name_or_path) -> Path:

@@ -23,6 +23,10 @@ class AgentConfig:
     reasoning_steps: int = 1
     use_objects: bool = True           # False: spatial attention only (the CNN+LSTM+SA baseline)
     top_k: int = 5                     # alternatives reported with every answer
+    # Symbolic answering (NS-VQA style): questions the world's parser understands are answered by
+    # running their program on the scene the perception heads read from the pixels (attributes and a
+    # ground-plane position per proposal); the neural classifier answers everything else.
+    symbolic: bool = False
     dropout: float = 0.1
     # Training.
     epochs: int = 10
@@ -61,8 +65,10 @@ PRESETS: dict[str, AgentConfig] = {
     "weak": AgentConfig(epochs=4, max_train_images=3000, attention_supervision=1.0),
     # About 75-80%: the game's default agent, noisy enough that players must learn when to trust it.
     "medium": AgentConfig(reasoning_steps=2, epochs=8, attention_supervision=1.0),
-    # At least 95%: more reasoning rounds over object proposals, wider layers, longer training.
-    "strong": AgentConfig(channels=(32, 64, 128), hidden=192, reasoning_steps=3, epochs=14, attention_supervision=1.0),
+    # At least 95%: the medium agent's network with wider ROI features and a ground-position head,
+    # answering parsed questions symbolically on the scene it perceives.
+    "strong": AgentConfig(channels=(32, 64, 128), roi_size=4, reasoning_steps=2, symbolic=True, epochs=4,
+                          attention_supervision=1.0),
 }
 
 

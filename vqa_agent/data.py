@@ -45,11 +45,13 @@ class PreparedSplit:
     images: torch.Tensor              # [N, 3, H, W] uint8 at the model's resolution
     boxes: list[torch.Tensor]         # per image [n, 4] x1 y1 x2 y2 in model pixels (visible part)
     attributes: list[torch.Tensor]    # per image [n, 4] value index of shape, color, size, material
+    ground: list[torch.Tensor]        # per image [n, 2] position . left and position . front (world units)
     foreground: torch.Tensor          # [N, H/4, W/4] bool
     question_ids: torch.Tensor        # [M, L] word ids, 0-padded
     lengths: torch.Tensor             # [M]
     answers: torch.Tensor             # [M] answer index, -1 when the answer is outside the vocabulary
     image_of_question: torch.Tensor   # [M] index into images
+    texts: list[str]
     families: list[str]
     types: list[str]
     answer_texts: list[str]
@@ -98,7 +100,7 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         raise ValueError(f"{tables.path} has no images in split {split!r}")
     size = (config.image_width, config.image_height)
     detection_size = (config.image_width // DETECTION_STRIDE, config.image_height // DETECTION_STRIDE)
-    images, boxes, attributes, foreground = [], [], [], []
+    images, boxes, attributes, ground, foreground = [], [], [], [], []
     local = {}
     for scene in tqdm(scenes, desc=f"preparing {split}", unit="img", disable=not progress, leave=False):
         local[scene["image_index"]] = len(local)
@@ -110,6 +112,8 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         objects = scene["objects"]
         boxes.append(torch.from_numpy(ground_truth_boxes(mask, len(objects), size[0] / width, size[1] / height)))
         attributes.append(torch.tensor([[ATTRIBUTES[a].index(o[a]) for a in CONCEPT_ATTRIBUTES] for o in objects]))
+        axes = np.array([scene["directions"]["left"], scene["directions"]["front"]], np.float32).T
+        ground.append(torch.from_numpy(np.array([o["3d_coords"] for o in objects], np.float32) @ axes))
         small = Image.fromarray(((mask >= 0) * 255).astype(np.uint8)).resize(detection_size, Image.BOX)
         foreground.append(torch.from_numpy(np.asarray(small) > 127))
 
@@ -124,9 +128,9 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
     ids, lengths = pad_questions([vocabulary.encode(q["question"], config.max_question_words) for q in questions])
     return PreparedSplit(
         images=torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).contiguous(),
-        boxes=boxes, attributes=attributes, foreground=torch.stack(foreground),
+        boxes=boxes, attributes=attributes, ground=ground, foreground=torch.stack(foreground),
         question_ids=ids, lengths=lengths,
         answers=torch.tensor([vocabulary.answer_index.get(q["answer"], -1) for q in questions]),
         image_of_question=torch.tensor([local[q["image_index"]] for q in questions]),
-        families=[q["family"] for q in questions], types=[q["type"] for q in questions],
+        texts=[q["question"] for q in questions], families=[q["family"] for q in questions], types=[q["type"] for q in questions],
         answer_texts=[q["answer"] for q in questions], target_objects=targets)

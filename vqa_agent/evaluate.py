@@ -10,13 +10,17 @@ from tqdm import tqdm
 from .agent import normalize_images
 from .data import PreparedSplit
 from .model import VQAModel
+from .symbolic import answer_symbolically, perceive
 from .world.programs import answer_type
+
+OUTSIDE_VOCABULARY = -2
 
 
 @torch.inference_mode()
-def predict(model: VQAModel, data: PreparedSplit, batch_images: int = 64, device: torch.device | None = None,
-            progress: bool = False) -> torch.Tensor:
-    """Predicted answer index of every question of the split."""
+def predict(model: VQAModel, data: PreparedSplit, answer_index: dict[str, int], batch_images: int = 64,
+            device: torch.device | None = None, progress: bool = False) -> torch.Tensor:
+    """Predicted answer index of every question of the split (symbolic answers outside the answer
+    vocabulary count as OUTSIDE_VOCABULARY, which never matches)."""
     device = device or next(model.parameters()).device
     model.eval()
     predictions = torch.full((len(data.answers),), -1, dtype=torch.long)
@@ -36,6 +40,13 @@ def predict(model: VQAModel, data: PreparedSplit, batch_images: int = 64, device
         reasoning = model.reason(question, words, word_mask, features.grid, objects,
                                  (data.image_of_question[questions] - start).to(device))
         predictions[questions] = reasoning.logits.argmax(1).cpu()
+        if model.config.symbolic:
+            for j, (boxes, scores) in enumerate(proposals):
+                perceived = perceive(objects, j, scores.cpu())
+                for i in data.questions_of(images[j:j + 1]).tolist():
+                    symbolic = answer_symbolically(data.texts[i], perceived)
+                    if symbolic is not None:
+                        predictions[i] = answer_index.get(symbolic.answer, OUTSIDE_VOCABULARY)
     return predictions
 
 
@@ -58,5 +69,6 @@ def accuracy_report(data: PreparedSplit, predictions: torch.Tensor) -> dict:
     }
 
 
-def evaluate(model: VQAModel, data: PreparedSplit, progress: bool = False) -> dict:
-    return accuracy_report(data, predict(model, data, progress=progress))
+def evaluate(model: VQAModel, data: PreparedSplit, answers: list[str], progress: bool = False) -> dict:
+    """`answers`: the agent's answer vocabulary (Vocabulary.answers), whose indices data.answers holds."""
+    return accuracy_report(data, predict(model, data, {a: i for i, a in enumerate(answers)}, progress=progress))

@@ -5,6 +5,8 @@
       -> proposal head on the stride-4 map: object centre heatmap, centre offset, box size, foreground
       -> ROI features of each proposal (torchvision roi_align on the grid) + box geometry
       -> attribute head per proposal (shape, color, size, material): the concept probabilities p(O|I)
+      -> (symbolic agents) ground head per proposal: where the object stands on the ground plane, along
+         the camera's left and front axes, so that CLEVR's relations can be computed from it
     question (words)
       -> embeddings -> LSTM: one vector per word and one for the question
     reasoning, `reasoning_steps` rounds (1 = the paper's single glimpse):
@@ -97,6 +99,7 @@ class Objects:
     mask: Tensor        # [B, K] True for real proposals, False for padding
     attributes: Tensor  # [B, K, 15] attribute logits (CONCEPT_SLICES says which are which)
     positions: Tensor   # [B, K, 2] box centre x, y as fractions of the image
+    ground: Tensor      # [B, K, 2] position along the camera's left and front ground axes (0 without a ground head)
 
 
 @dataclass
@@ -125,6 +128,8 @@ class VQAModel(nn.Module):
         # objects
         self.roi_projection = nn.Sequential(nn.Linear(c3 * config.roi_size ** 2, h), nn.ReLU(inplace=True))
         self.attribute_head = nn.Sequential(nn.Linear(h + 4, h), nn.ReLU(inplace=True), nn.Linear(h, len(CONCEPTS)))
+        self.ground_head = nn.Sequential(nn.Linear(h + 4, h), nn.ReLU(inplace=True), nn.Linear(h, 2)) \
+            if config.symbolic else None
         # reasoning sees each object's appearance, where it is, and what the attribute head thinks it is
         self.object_projection = nn.Sequential(nn.Linear(h + 4 + len(CONCEPTS), h), nn.ReLU(inplace=True), nn.Linear(h, h))
         # question
@@ -178,9 +183,10 @@ class VQAModel(nn.Module):
         appearance = torch.cat([pooled, geometry], dim=1)
         attributes = self.attribute_head(appearance)
         beliefs = torch.cat([torch.softmax(attributes[:, s], dim=1) for s in CONCEPT_SLICES.values()], dim=1)
-        # one row per proposal: features | attribute logits | centre x, y; then padded per image
+        ground = self.ground_head(appearance) if self.ground_head is not None else geometry.new_zeros(len(geometry), 2)
+        # one row per proposal: features | attribute logits | centre x, y | ground; then padded per image
         flat = torch.cat([self.object_projection(torch.cat([appearance, beliefs], dim=1)), attributes,
-                          geometry[:, :2]], dim=1)
+                          geometry[:, :2], ground], dim=1)
         out = flat.new_zeros(b, k, flat.shape[1])
         mask = torch.zeros(b, k, dtype=torch.bool, device=flat.device)
         start = 0
@@ -189,7 +195,8 @@ class VQAModel(nn.Module):
             mask[i, : len(x)] = True
             start += len(x)
         n = len(CONCEPTS)
-        return Objects(features=out[..., : -n - 2], mask=mask, attributes=out[..., -n - 2:-2], positions=out[..., -2:])
+        return Objects(features=out[..., : -n - 4], mask=mask, attributes=out[..., -n - 4:-4],
+                       positions=out[..., -4:-2], ground=out[..., -2:])
 
     @torch.no_grad()
     def propose(self, detection: Tensor) -> list[tuple[Tensor, Tensor]]:

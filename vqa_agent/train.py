@@ -116,6 +116,9 @@ def training_step(model: VQAModel, data: PreparedSplit, images: torch.Tensor, co
     answers = data.answers[questions].to(device)
     loss_answer = F.cross_entropy(reasoning.logits, answers, ignore_index=-1)
     perception = loss_heat + loss_box + loss_foreground + loss_attributes
+    if config.symbolic:
+        ground = torch.cat([data.ground[int(i)] for i in images]).to(device)
+        perception = perception + F.smooth_l1_loss(objects.ground[objects.mask], ground, beta=0.1) * 4
     loss = loss_answer + config.perception_weight * perception
     if config.attention_supervision > 0:
         loss = loss + config.attention_supervision * attention_loss(reasoning, data.target_objects[questions].to(device))
@@ -177,7 +180,7 @@ def train_agent(world: Path | str, out: Path | str, config: AgentConfig, device:
             totals["n"] += stats["n"]
             bar.set_postfix(loss=f"{totals['loss'] / (step + 1):.3f}", acc=f"{totals['correct'] / max(totals['n'], 1):.3f}")
         bar.close()
-        report = evaluate(model, val)
+        report = evaluate(model, val, vocabulary.answers)
         record = {"epoch": epoch + 1, "train_loss": totals["loss"] / steps_per_epoch,
                   "train_accuracy": totals["correct"] / max(totals["n"], 1), "val_accuracy": report["accuracy"],
                   "seconds": time.time() - started}

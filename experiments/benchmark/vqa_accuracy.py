@@ -19,7 +19,7 @@ def benchmark_vqa(agent_name: str, world: Path, progress: bool = True) -> dict:
     results = {}
     for split in ("test", "pool"):
         data = prepare_split(tables, split, agent.config, agent.vocabulary, progress=progress)
-        results[split] = evaluate(agent.model, data, progress=progress)
+        results[split] = evaluate(agent.model, data, agent.vocabulary.answers, progress=progress)
     test = results["test"]
     return {"agent": str(agent_name), "world": str(world),
             "accuracy": test["accuracy"], "by_type": test["by_type"], "by_answer_type": test["by_answer_type"],

@@ -32,7 +32,7 @@ def image_of(world, scene):
 def test_tiny_agent_learns(agent, agent_world):
     tables = WorldTables.load(agent_world)
     test = prepare_split(tables, "test", agent.config, agent.vocabulary, progress=False)
-    report = evaluate(agent.model, test)
+    report = evaluate(agent.model, test, agent.vocabulary.answers)
     most_common = Counter(test.answer_texts).most_common(1)[0][1] / len(test.answer_texts)
     assert report["n"] == len(test.answer_texts)
     assert report["accuracy"] > most_common + 0.08, (report["accuracy"], most_common)

@@ -150,7 +150,7 @@ def compute_directions(camera: Camera) -> dict[str, tuple[float, float, float]]:
 
 def compute_relationships(objects: list[SceneObject], directions: dict, eps: float) -> dict[str, list[list[int]]]:
     """relationships[rel][i] lists every j with (p_j - p_i) . direction(rel) > eps (CLEVR's rule)."""
-    positions = np.array([o.position for o in objects], float)
+    positions = np.array([o.position for o in objects], float).reshape(-1, 3)
     result = {}
     for name in RELATIONS:
         d = np.array(directions[name])

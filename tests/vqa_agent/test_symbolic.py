@@ -1,0 +1,101 @@
+"""Symbolic answering on perceived scenes: hand-made perception outputs, then a real tiny symbolic agent."""
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vqa_agent.agent import VQAAgent
+from vqa_agent.config import preset
+from vqa_agent.model import CONCEPT_SLICES, CONCEPTS, Objects
+from vqa_agent.symbolic import answer_symbolically, perceive
+from vqa_agent.train import train_agent
+
+# (shape, color, size, material, left, front): ground coordinates along the camera's left/front axes
+PERCEIVED = [
+    ("cube", "red", "large", "metal", 2.0, 0.0),
+    ("sphere", "blue", "small", "rubber", 0.0, 0.0),
+    ("cylinder", "blue", "large", "rubber", -2.0, 1.0),
+]
+
+
+def perception_output(objects, certainty: float = 8.0, pad: int = 1) -> Objects:
+    """What the model's heads would output for these objects: confident attribute logits and ground
+    positions, plus `pad` padding slots."""
+    k = len(objects) + pad
+    attributes = torch.zeros(1, k, len(CONCEPTS))
+    ground = torch.zeros(1, k, 2)
+    for i, (*values, left, front) in enumerate(objects):
+        for attribute, value in zip(CONCEPT_SLICES, values):
+            attributes[0, i, CONCEPTS.index(value)] = certainty
+        ground[0, i] = torch.tensor([left, front])
+    mask = torch.arange(k).unsqueeze(0) < len(objects)
+    return Objects(features=torch.zeros(1, k, 4), mask=mask, attributes=attributes, positions=torch.zeros(1, k, 2),
+                   ground=ground)
+
+
+@pytest.fixture
+def perceived():
+    return perceive(perception_output(PERCEIVED), 0, torch.full((3,), 0.99))
+
+
+def test_perceived_scene_holds_the_most_likely_attributes_and_camera_relations(perceived):
+    scene = perceived.scene
+    assert [(o.shape, o.color, o.size, o.material) for o in scene.objects] == [p[:4] for p in PERCEIVED]
+    assert scene.related(1, "left") == [0]          # the cube stands left of the sphere
+    assert sorted(scene.related(1, "right")) == [2]
+    assert scene.related(0, "front") == [2]
+    assert all(0.9 < c <= 0.99 for c in perceived.confidence)
+
+
+@pytest.mark.parametrize("question, answer, evidence", [
+    ("How many blue things are there?", "2", [1, 2]),
+    ("Is there a red cube?", "yes", [0]),
+    ("What color is the thing left of the small sphere?", "red", [0, 1]),
+    ("What is the material of the large cylinder?", "rubber", [2]),
+    ("Are there more spheres than cubes?", "no", [0, 1]),
+])
+def test_parsed_questions_are_answered_by_their_program(perceived, question, answer, evidence):
+    result = answer_symbolically(question, perceived)
+    assert result.answer == answer
+    assert result.evidence == evidence
+    assert 0 < result.probability <= 1
+
+
+def test_unparseable_and_ill_posed_questions_are_left_to_the_classifier(perceived):
+    assert answer_symbolically("what is the meaning of life", perceived) is None
+    # two blue objects: "the blue thing" names no single object on this perceived scene
+    assert answer_symbolically("What shape is the blue thing?", perceived) is None
+
+
+def test_an_answer_about_nothing_is_as_uncertain_as_the_whole_scene():
+    unsure = perceive(perception_output(PERCEIVED, certainty=1.0), 0, torch.full((3,), 0.9))
+    sure = perceive(perception_output(PERCEIVED), 0, torch.full((3,), 0.9))
+    assert answer_symbolically("Is there a green sphere?", unsure).answer == "no"
+    assert answer_symbolically("Is there a green sphere?", unsure).probability < \
+        answer_symbolically("Is there a green sphere?", sure).probability
+
+
+def test_an_empty_perception_still_answers():
+    empty = perceive(perception_output([], pad=1), 0, torch.zeros(0))
+    assert answer_symbolically("How many cubes are there?", empty).answer == "0"
+
+
+@pytest.fixture(scope="module")
+def symbolic_agent_dir(agent_world, tmp_path_factory):
+    config = preset("tiny", symbolic=True, epochs=3, max_train_images=80)
+    return train_agent(agent_world, tmp_path_factory.mktemp("symbolic"), config, progress=False, log=lambda m: None)
+
+
+def test_symbolic_agent_answers_parsed_questions_with_its_program(symbolic_agent_dir, agent_world):
+    agent = VQAAgent.from_pretrained(symbolic_agent_dir)
+    image = Image.open(sorted((agent_world / "images").glob("*.png"))[0])
+    parsed, unparsed = agent.answer([image, image], ["How many cubes are there?", "what is the meaning of life"])
+    assert parsed.answered_by == "program" and unparsed.answered_by == "classifier"
+    assert parsed.answer.isdigit()
+    assert parsed.top_k[0] == (parsed.answer, parsed.probability)
+    weights = [p.attention for p in parsed.proposals]
+    assert not weights or abs(sum(weights) - 1) < 1e-6 or sum(weights) == 0
+    # the ground head survives the round trip
+    again = VQAAgent.from_pretrained(symbolic_agent_dir).answer([image], ["How many cubes are there?"])[0]
+    assert (again.answer, again.probability) == (parsed.answer, parsed.probability)
+    assert np.allclose(again.spatial_attention, parsed.spatial_attention, atol=1e-6)
