@@ -203,6 +203,24 @@ class VQAAgent:
                          perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None)
 
     @torch.inference_mode()
+    def prepare(self, images: Sequence) -> None:
+        """Looks at images ahead of the questions (a game knows its images when it starts), so that the
+        first question about them costs no more than the later ones."""
+        for start in range(0, len(images), 32):
+            self._look([as_rgb_array(image) for image in images[start:start + 32]])
+
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """The question encoder's vector of each text, [len(texts), hidden] float32: what the agent makes
+        of a question (or of question and answer words together), for retrieval by distance."""
+        vectors = []
+        for start in range(0, len(texts), 1024):
+            chunk = texts[start:start + 1024]
+            ids, lengths = pad_questions([self.vocabulary.encode(t, self.config.max_question_words) for t in chunk])
+            vectors.append(self.model.encode_questions(ids.to(self.device), lengths)[0].float().cpu().numpy())
+        return np.concatenate(vectors) if vectors else np.zeros((0, self.config.hidden), np.float32)
+
+    @torch.inference_mode()
     def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
         """Answers questions[i] about images[i]. A single question is asked of every image."""
         if isinstance(questions, str):

@@ -1,0 +1,80 @@
+"""The explainer contract: one verb, JSON-safe output.
+
+    explainer = load_explainer("attention", agent)
+    [explanation] = explainer.explain_batch([ExplanationRequest(image, question, output)])
+    explanation.to_dict()   # {"explainer": "attention", "kind": "attention", "payload": {...}, "seconds": ...}
+
+An explainer is constructed once with the agent (and its options), loads whatever models it needs
+then, and afterwards only turns agent outputs into explanations: no I/O, no game state, no HTML or
+pixels (the frontend draws each `kind`). Requests are batched because a round explains 5 or 20 images.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from vqa_agent.agent import AgentOutput, VQAAgent
+
+
+@dataclass
+class ExplanationRequest:
+    image: Any                 # what the agent looked at: PIL image, HxWx3 array or path
+    question: str
+    output: AgentOutput        # the agent's answer to `question` about `image`
+    seed: int = 0              # explainers that sample use it; the same seed gives the same explanation
+
+
+@dataclass
+class Explanation:
+    explainer: str             # the explainer's name (a key of EXPLAINERS)
+    kind: str                  # how the frontend draws the payload
+    payload: dict              # JSON-safe: str, int, float, bool, None, lists and dicts of them
+    seconds: float = 0.0       # compute time of this explanation (its share of the batch)
+
+    def to_dict(self) -> dict:
+        return {"explainer": self.explainer, "kind": self.kind, "payload": self.payload, "seconds": self.seconds}
+
+
+class Explainer:
+    name: ClassVar[str]
+    kind: ClassVar[str]
+
+    def __init__(self, agent: VQAAgent, **options) -> None:
+        if options:
+            raise TypeError(f"{self.name} explainer got unknown options: {', '.join(sorted(options))}")
+        self.agent = agent
+
+    def explain_batch(self, requests: Sequence[ExplanationRequest]) -> list[Explanation]:
+        started = time.perf_counter()
+        payloads = self.payloads(list(requests)) if requests else []
+        share = (time.perf_counter() - started) / max(len(payloads), 1)
+        return [Explanation(self.name, self.kind, json_safe(p), share) for p in payloads]
+
+    def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:
+        """One JSON-safe payload per request; subclasses implement this."""
+        raise NotImplementedError
+
+
+def json_safe(value):
+    """Plain JSON types only: numpy scalars and arrays become numbers and lists, floats are rounded to 6
+    digits (payloads travel to browsers many times a second) and non-finite floats become None."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return round(value, 6) if math.isfinite(value) else None
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"not JSON-safe: {type(value).__name__}")
