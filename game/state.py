@@ -1,0 +1,74 @@
+"""The state of one game, as plain dataclasses the server stores and the rules transform.
+
+The state holds the secret; only `player_view` may leave the server, and it never says which image is
+the secret until the game is finished.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .settings import GameSettings
+
+ASKING, RATING, FINISHED = "asking", "rating", "finished"
+
+
+@dataclass(frozen=True)
+class Round:
+    question: str
+    answer: str                          # the agent's answer about the secret image
+    explained: bool = False              # explanations were shown this round
+    cost: int = 0                        # points this round cost (question and explanations)
+    rating: str | None = None            # the player's helpfulness rating, required before going on
+
+
+@dataclass(frozen=True)
+class GameState:
+    game_id: str
+    participant: str
+    settings: GameSettings
+    images: tuple[int, ...]              # world image indices, in the order shown
+    tokens: tuple[str, ...]              # per-game random names of the images (what the client sees)
+    secret: int                          # position of the secret in `images`
+    difficulty: float                    # mean feature distance from the secret to the distractors
+    with_explanations: bool              # controlled games: the arm's explanations are shown every round
+    rounds: tuple[Round, ...] = ()
+    phase: str = ASKING
+    guess: int | None = None
+    score: int | None = None
+    won: bool | None = None
+
+    @property
+    def spent(self) -> int:
+        return sum(r.cost for r in self.rounds)
+
+    @property
+    def points(self) -> int:
+        return self.settings.start_points - self.spent
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GameState":
+        data = dict(data)
+        data["settings"] = GameSettings.from_dict(data["settings"])
+        data["rounds"] = tuple(Round(**r) for r in data["rounds"])
+        data["images"], data["tokens"] = tuple(data["images"]), tuple(data["tokens"])
+        return cls(**data)
+
+
+def player_view(state: GameState) -> dict:
+    """Everything the player may see now: never the secret (nor anything that points to it) before the
+    game is finished."""
+    view = {"game_id": state.game_id, "setting": state.settings.name, "images": list(state.tokens),
+            "points": state.points, "start_points": state.settings.start_points,
+            "question_cost": state.settings.question_cost, "explanation_cost": state.settings.explanation_cost,
+            "explanations_at_will": state.settings.explanations_at_will,
+            "with_explanations": state.with_explanations, "phase": state.phase,
+            "rounds": [{"question": r.question, "answer": r.answer, "explained": r.explained, "cost": r.cost,
+                        "rating": r.rating} for r in state.rounds],
+            "questions_left": state.settings.max_questions - len(state.rounds)}
+    if state.phase == FINISHED:
+        view.update(secret=state.tokens[state.secret], guess=state.tokens[state.guess], score=state.score,
+                    won=state.won)
+    return view
