@@ -9,9 +9,13 @@ from vqa_agent.agent import VQAAgent
 from .attention import AttentionExplainer
 from .base import Explainer, Explanation, ExplanationRequest
 from .introspect import IntrospectExplainer
+from .objscene import ObjSceneExplainer
+from .relqa import RelQAExplainer
 
 EXPLAINERS: dict[str, type[Explainer]] = {
     "attention": AttentionExplainer,
+    "objscene": ObjSceneExplainer,
+    "relqa": RelQAExplainer,
     "introspect": IntrospectExplainer,
 }
 

@@ -10,7 +10,8 @@ the neural classifier answers instead.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import torch
@@ -26,10 +27,23 @@ GROUND_DIRECTIONS = {"left": (1.0, 0.0, 0.0), "right": (-1.0, 0.0, 0.0), "front"
                      "behind": (0.0, -1.0, 0.0), "above": (0.0, 0.0, 1.0), "below": (0.0, 0.0, -1.0)}
 
 
+MAX_REREADINGS = 24   # how many less likely readings of the scene are tried when a question is ill-posed
+MAX_REREADING_COST = math.log(50)   # ... none less likely than 1/50 of the most likely reading
+
+
+@dataclass(frozen=True)
+class Rereading:
+    cost: float               # log-probability given up against the most likely reading
+    object: int
+    attribute: str            # an attribute name, or "exists" for dropping the proposal altogether
+    value: str = ""
+
+
 @dataclass
 class PerceivedScene:
     scene: Scene
     confidence: list[float]   # per object: proposal score times the probability of each chosen attribute
+    rereadings: list[Rereading] = field(default_factory=list)   # cheapest first
 
 
 @dataclass
@@ -42,20 +56,40 @@ class SymbolicAnswer:
 def perceive(objects: Objects, row: int, scores: torch.Tensor) -> PerceivedScene:
     """The scene graph of image `row` of a batch of objects whose first len(scores) slots are real."""
     n = len(scores)
-    found, confidence = [], []
+    found, confidence, rereadings = [], [], []
     for k in range(n):
-        chosen, p = {}, float(scores[k])
+        score = float(scores[k])
+        chosen, p = {}, score
         for attribute, where in CONCEPT_SLICES.items():
             probabilities = torch.softmax(objects.attributes[row, k, where].float(), dim=0)
-            best = int(probabilities.argmax())
+            order = torch.argsort(probabilities, descending=True)
+            best, second = int(order[0]), int(order[1])
             chosen[attribute] = CONCEPTS[where.start + best]
             p *= float(probabilities[best])
+            cost = math.log(float(probabilities[best]) / max(float(probabilities[second]), 1e-9))
+            rereadings.append(Rereading(cost, k, attribute, CONCEPTS[where.start + second]))
+        rereadings.append(Rereading(math.log(score / max(1 - score, 1e-9)), k, "exists"))
         x, y = (float(v) for v in objects.ground[row, k])
         found.append(SceneObject(position=(x, y, 0.0), rotation=0.0, **chosen))
         confidence.append(p)
-    scene = Scene(index=-1, objects=found, camera=Camera(CAMERA_POSITION), lights=[], directions=GROUND_DIRECTIONS,
-                  relationships=compute_relationships(found, GROUND_DIRECTIONS, SceneConfig.relation_eps))
-    return PerceivedScene(scene, confidence)
+    rereadings = sorted((r for r in rereadings if r.cost <= MAX_REREADING_COST), key=lambda r: r.cost)
+    return PerceivedScene(scene_of(found), confidence, rereadings[:MAX_REREADINGS])
+
+
+def scene_of(objects: list[SceneObject]) -> Scene:
+    return Scene(index=-1, objects=objects, camera=Camera(CAMERA_POSITION), lights=[], directions=GROUND_DIRECTIONS,
+                 relationships=compute_relationships(objects, GROUND_DIRECTIONS, SceneConfig.relation_eps))
+
+
+def reread(perceived: PerceivedScene, changes: tuple[Rereading, ...]) -> tuple[Scene, list[int]]:
+    """The scene with some changes, and the original index of each of its objects."""
+    objects = list(perceived.scene.objects)
+    for change in changes:
+        if change.attribute != "exists":
+            objects[change.object] = replace(objects[change.object], **{change.attribute: change.value})
+    dropped = {c.object for c in changes if c.attribute == "exists"}
+    kept = [k for k in range(len(objects)) if k not in dropped]
+    return scene_of([objects[k] for k in kept]), kept
 
 
 @lru_cache(maxsize=4096)
@@ -64,16 +98,25 @@ def program_of(question: str) -> Program | None:
 
 
 def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAnswer | None:
+    """The program's answer on the most likely reading of the scene on which the question is well
+    posed: a question names objects that exist, so when "the red cube" matches no perceived object (or
+    two), the next most likely readings are tried, each one attribute value or one proposal different."""
     program = program_of(question)
     if program is None:
         return None
-    try:
-        answer = answer_text(trace(program, perceived.scene)[-1])
-        evidence = evidence_objects(program, perceived.scene)
-    except (IllPosed, ProgramError):
-        return None
-    # an answer about nothing ("no", "0") depends on every perceived object not matching
-    probability = 1.0
-    for k in evidence or range(len(perceived.confidence)):
-        probability *= perceived.confidence[k]
-    return SymbolicAnswer(answer, probability, evidence)
+    readings = [((), perceived.scene, list(range(len(perceived.scene.objects))))]
+    readings += (((change,), *reread(perceived, (change,))) for change in perceived.rereadings)
+    for changes, scene, kept in readings:
+        try:
+            answer = answer_text(trace(program, scene)[-1])
+            evidence = [kept[k] for k in evidence_objects(program, scene)]
+        except IllPosed:
+            continue
+        except ProgramError:
+            return None
+        # an answer about nothing ("no", "0") depends on every perceived object not matching
+        probability = math.exp(-sum(c.cost for c in changes))
+        for k in evidence or kept:
+            probability *= perceived.confidence[k]
+        return SymbolicAnswer(answer, probability, evidence)
+    return None

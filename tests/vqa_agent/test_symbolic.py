@@ -99,3 +99,16 @@ def test_symbolic_agent_answers_parsed_questions_with_its_program(symbolic_agent
     again = VQAAgent.from_pretrained(symbolic_agent_dir).answer([image], ["How many cubes are there?"])[0]
     assert (again.answer, again.probability) == (parsed.answer, parsed.probability)
     assert np.allclose(again.spatial_attention, parsed.spatial_attention, atol=1e-6)
+
+
+def test_an_ill_posed_question_is_answered_on_the_next_most_likely_reading():
+    objects = perception_output(PERCEIVED)
+    objects.attributes[0, 0, CONCEPTS.index("green")] = 7.0   # the red cube might be green
+    perceived = perceive(objects, 0, torch.full((3,), 0.99))
+    assert perceived.scene.objects[0].color == "red"
+    result = answer_symbolically("What material is the green cube?", perceived)
+    assert (result.answer, result.evidence) == ("metal", [0])
+    assert result.probability < answer_symbolically("What material is the red cube?", perceived).probability
+    # a proposal that is probably not an object can be dropped to make sense of "the blue thing"
+    unsure = perceive(perception_output(PERCEIVED), 0, torch.tensor([0.99, 0.4, 0.99]))
+    assert answer_symbolically("What shape is the blue thing?", unsure).answer == "cylinder"
