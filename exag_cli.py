@@ -55,6 +55,28 @@ def _train_agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_word2vec(args: argparse.Namespace) -> int:
+    from explainers.word_vectors import Word2VecConfig, train_world_word_vectors
+
+    overrides = {k: v for k, v in (("dim", args.dim), ("epochs", args.epochs), ("seed", args.seed)) if v is not None}
+    out, stats = train_world_word_vectors(args.world, args.out, Word2VecConfig(**overrides))
+    print(f"word vectors in {out}: {stats['vocabulary']} words, trained on {stats['sentences']} sentences "
+          f"({stats['words']} words) in {stats['seconds']:.1f} s")
+    return 0
+
+
+def _train_nle(args: argparse.Namespace) -> int:
+    from explainers.nle_train import NLETrainingConfig, train_nle
+
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("max_items", args.max_items), ("seed", args.seed),
+                                   ("threads", args.threads), ("device", args.device)) if v is not None}
+    out = train_nle(args.agent, args.world, args.out, NLETrainingConfig(**overrides))
+    training = json.loads((out / "training.json").read_text())
+    print(f"best NLE model in {out}: validation loss {training['val']['loss']:.3f}, exact matches "
+          f"{training['val']['exact_match']:.1%} (trained in {training['seconds'] / 60:.1f} min)")
+    return 0
+
+
 def _ask(args: argparse.Namespace) -> int:
     from vqa_agent.agent import VQAAgent
 
@@ -73,11 +95,64 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from explainers import EXPLAINERS, ExplanationRequest, load_explainer
+    from vqa_agent.agent import VQAAgent
+
+    names = [n.strip() for n in args.explainers.split(",") if n.strip()]
+    unknown = [n for n in names if n not in EXPLAINERS]
+    if unknown:
+        raise SystemExit(f"unknown explainer(s): {', '.join(unknown)}; choose from {', '.join(EXPLAINERS)}")
+    agent = VQAAgent.from_pretrained(args.agent, device=args.device)
+    output = agent.answer([args.image], [args.question])[0]
+    request = ExplanationRequest(args.image, args.question, output)
+    explanations = []
+    for name in names:
+        options = {"world": args.world} if name == "relqa" else {}
+        explanations += load_explainer(name, agent, **options).explain_batch([request])
+    if args.json:
+        print(json.dumps({"question": args.question, "answer": output.answer,
+                          "probability": round(output.probability, 4),
+                          "explanations": [e.to_dict() for e in explanations]}))
+        return 0
+    print(f"Q: {args.question}\nA: {output.answer} ({output.probability:.0%})")
+    for e in explanations:
+        payload = e.payload
+        if e.kind == "attention":
+            summary = ", ".join(f"{o['weight']:.0%} at {[round(v) for v in o['box']]}" for o in payload["objects"]) \
+                or "no objects found"
+        elif e.kind == "words":
+            summary = ", ".join(w["word"] for w in payload["words"])
+        elif e.kind == "qa_pairs":
+            summary = "; ".join(f"{p['question']} {p['answer']}" for p in payload["pairs"])
+        else:
+            summary = payload["text"]
+        print(f"[{e.explainer}, {e.seconds * 1000:.0f} ms] {summary}")
+    return 0
+
+
+def _bench_explainers(args: argparse.Namespace) -> int:
+    from experiments.benchmark.explainer_latency import main as bench_main
+
+    return bench_main(["--agent", str(args.agent), "--world", str(args.world), "--repeats", str(args.repeats)] +
+                      (["--json", str(args.json)] if args.json else []))
+
+
 def _bench_vqa(args: argparse.Namespace) -> int:
     from experiments.benchmark.vqa_accuracy import main as bench_main
 
     return bench_main(["--agent", str(args.agent), "--world", str(args.world)] +
                       (["--json", str(args.json)] if args.json else [])) or 0
+
+
+def _bench_nle(args: argparse.Namespace) -> int:
+    from experiments.benchmark.nle_metrics import main as bench_main
+
+    return bench_main(["--agent", str(args.agent), "--world", str(args.world)] +
+                      (["--json", str(args.json)] if args.json else []) +
+                      (["--max-items", str(args.max_items)] if args.max_items else []) +
+                      (["--model", str(args.model)] if args.model else []) +
+                      (["--threads", str(args.threads)] if args.threads else [])) or 0
 
 
 def _bench_latency(args: argparse.Namespace) -> int:
@@ -138,6 +213,31 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     agent.add_argument("--device", default="auto", help="auto (GPU when present), cpu or cuda")
     agent.set_defaults(run=_train_agent)
+    word2vec = train_commands.add_parser(
+        "word2vec", help="train the ObjScene explainer's word vectors on a world's text",
+        description="Train Word2Vec (seeded, deterministic) on a world's questions, answers, reference "
+                    "explanations and scene descriptions; save gensim KeyedVectors to OUT.")
+    word2vec.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    word2vec.add_argument("--out", type=Path, required=True, help="file for the vectors (e.g. vectors.kv)")
+    word2vec.add_argument("--dim", type=int, default=None, help="vector size (default: 32)")
+    word2vec.add_argument("--epochs", type=int, default=None, help="passes over the corpus (default: 5)")
+    word2vec.add_argument("--seed", type=int, default=None, help="random seed (default: 0)")
+    word2vec.set_defaults(run=_train_word2vec)
+    nle = train_commands.add_parser(
+        "nle", help="train the NLE explainer's GPT-2 on an agent's outputs and a world's explanations",
+        description="Train the natural-language explainer for an agent: its outputs on the train questions "
+                    "(computed once, cached in OUT/cache) as prefix, the reference explanations as targets; "
+                    "validation each epoch, the best model kept in OUT, resumable (run it again).")
+    nle.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
+    nle.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    nle.add_argument("--out", type=Path, required=True, help="directory for the NLE model")
+    nle.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 3)")
+    nle.add_argument("--max-items", type=int, default=None, help="use the first N train questions (default: all)")
+    nle.add_argument("--seed", type=int, default=None, help="random seed (default: 0)")
+    nle.add_argument("--threads", type=int, default=None, help="CPU threads (default: 1, fastest for this small "
+                                                                 "model when the other core is busy)")
+    nle.add_argument("--device", default=None, help="cpu (default), cuda or auto")
+    nle.set_defaults(run=_train_nle)
 
     ask = commands.add_parser("ask", help="ask an agent questions about an image",
                               description="Print the agent's outputs (answer, top-k, attention, proposals, "
@@ -147,6 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("questions", nargs="+", help="questions, each one argument")
     ask.add_argument("--device", default="auto")
     ask.set_defaults(run=_ask)
+
+    explain = commands.add_parser("explain", help="explain an agent's answer with explainer plugins",
+                                  description="Answer one question about one image and run the chosen "
+                                              "explainers on the answer.")
+    explain.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
+    explain.add_argument("--image", required=True, type=Path, help="image file")
+    explain.add_argument("--question", required=True)
+    explain.add_argument("--explainers", default="attention,objscene,relqa,nle,introspect",
+                         help="comma-separated names (default: all)")
+    explain.add_argument("--world", type=Path, default=DEFAULT_WORLD,
+                         help=f"world whose validation questions are the RelQAs bank (default: {DEFAULT_WORLD})")
+    explain.add_argument("--json", action="store_true", help="print JSON (default: a readable summary)")
+    explain.add_argument("--device", default="auto")
+    explain.set_defaults(run=_explain)
 
     bench = commands.add_parser("bench", help="benchmarks that print and save measured figures",
                                 description="Benchmarks of the agents.")
@@ -164,6 +278,25 @@ def build_parser() -> argparse.ArgumentParser:
     latency.add_argument("--repeats", type=int, default=30)
     latency.add_argument("--json", type=Path, help="write the results here")
     latency.set_defaults(run=_bench_latency)
+    nle_bench = bench_commands.add_parser(
+        "nle", help="NLG metrics and e-ViL scores of the NLE explainer's explanations",
+        description="BLEU-4, METEOR, ROUGE-L, CIDEr, BERTScore and e-ViL's S_E/S_T/S_O of the nle explainer on "
+                    "the correctly answered test questions, beside a random-explanation baseline.")
+    nle_bench.add_argument("--agent", default="default")
+    nle_bench.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    nle_bench.add_argument("--json", type=Path, help="write the results here")
+    nle_bench.add_argument("--max-items", type=int, default=None, help="only the first N test questions")
+    nle_bench.add_argument("--model", default=None, help="NLE model directory (default: the one shipped for the agent)")
+    nle_bench.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
+    nle_bench.set_defaults(run=_bench_nle)
+    explainers_bench = bench_commands.add_parser(
+        "explainers", help="latency of each explainer and of controlled (N=5) and at-will (N=20) rounds",
+        description="p50/p95 of each explainer on one request and of whole game rounds with explanations.")
+    explainers_bench.add_argument("--agent", default="default")
+    explainers_bench.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    explainers_bench.add_argument("--repeats", type=int, default=40)
+    explainers_bench.add_argument("--json", type=Path, help="write the results here")
+    explainers_bench.set_defaults(run=_bench_explainers)
     return parser
 
 
