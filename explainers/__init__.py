@@ -9,6 +9,7 @@ from vqa_agent.agent import VQAAgent
 from .attention import AttentionExplainer
 from .base import Explainer, Explanation, ExplanationRequest
 from .introspect import IntrospectExplainer
+from .nle import NLEExplainer
 from .objscene import ObjSceneExplainer
 from .relqa import RelQAExplainer
 
@@ -16,6 +17,7 @@ EXPLAINERS: dict[str, type[Explainer]] = {
     "attention": AttentionExplainer,
     "objscene": ObjSceneExplainer,
     "relqa": RelQAExplainer,
+    "nle": NLEExplainer,
     "introspect": IntrospectExplainer,
 }
 

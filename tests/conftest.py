@@ -30,3 +30,12 @@ def agent_world(tmp_path_factory):
 def tiny_agent_dir(agent_world, tmp_path_factory):
     return train_agent(agent_world, tmp_path_factory.mktemp("tiny_agent"), preset("tiny"), progress=False,
                        log=lambda message: None)
+
+
+@pytest.fixture(scope="session")
+def tiny_nle_dir(tiny_agent_dir, agent_world, tmp_path_factory):
+    """A tiny NLE model for the tiny agent (seconds of real training)."""
+    from explainers.nle_train import NLETrainingConfig, train_nle
+
+    return train_nle(tiny_agent_dir, agent_world, tmp_path_factory.mktemp("tiny_nle"),
+                     NLETrainingConfig(epochs=1, max_items=300, val_items=60), progress=False, log=lambda m: None)

@@ -1,0 +1,341 @@
+"""The NLE model: a small GPT-2 that writes why the agent answered what it did, after e-UG (e-ViL).
+
+e-UG prepends UNITER's embeddings of image regions and question words to the question and the
+predicted answer and lets GPT-2 continue with the explanation, decoding greedily. Here the image-
+question representation is the agent's own output, so the explanation is conditioned only on what
+the agent saw and attended to:
+
+    prefix    one vector from the question embedding (+ the image's concept beliefs, the answer's
+              probability), then one vector per proposal (attribute beliefs, box geometry, detection
+              score, the question's attention weight on it), most attended first; a proposal's vector
+              also holds the word embeddings of its attribute values (weighted by their beliefs), so
+              that "purple" in the question and a purple proposal meet in the same space
+    tokens    <q> question words <a> answer words <e> explanation words <eos>
+
+The prefix vectors enter GPT-2 as `inputs_embeds`; the GPT-2 itself (transformers' GPT2LMHeadModel, a
+few layers, trained from scratch in `nle_train.py`) sees words of a closed, word-level vocabulary
+built from the world's text. A batch is laid out as [prefix | prompt tokens | explanation tokens]; the
+padding of the variable-length prefix and prompt sits in the middle, masked, and positions count only
+real entries, so that every sequence of a batch continues at the same index while decoding.
+
+Saved as model.safetensors + config.json + vocabulary.json (+ training.json); from_pretrained(path)
+restores it exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+from safetensors.torch import load_model, save_model
+from transformers import GPT2Config, GPT2LMHeadModel
+from transformers.utils import logging as transformers_logging
+
+from vqa_agent.agent import AgentOutput, VQAAgent
+from vqa_agent.model import CONCEPT_ATTRIBUTES, CONCEPT_SLICES, CONCEPTS
+from vqa_agent.tokenizer import QuestionError, normalize
+
+PAD, UNK, QUESTION, ANSWER, EXPLANATION, EOS = "<pad>", "<unk>", "<q>", "<a>", "<e>", "<eos>"
+SPECIALS = [PAD, UNK, QUESTION, ANSWER, EXPLANATION, EOS]
+MAX_ANSWER_TOKENS = 4
+GEOMETRY = 8                                   # x1, y1, x2, y2, centre x, centre y, width, height (0..1)
+PROPOSAL_FEATURES = len(CONCEPTS) + GEOMETRY + 3   # + detection score, attention, attention / max attention
+_WORDS = re.compile(r"[a-z0-9]+|[.,:;?!]")
+
+
+# --- words ---------------------------------------------------------------------------------------
+
+@dataclass
+class NLETokenizer:
+    """A closed word-level vocabulary: lower-case words and punctuation; the rest is <unk>."""
+    words: list[str]    # index -> token; the special tokens first
+
+    def __post_init__(self) -> None:
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.pad, self.unk, self.question, self.answer, self.explanation, self.eos = (self.index[s] for s in SPECIALS)
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> "NLETokenizer":
+        found = {w for text in texts for w in cls.split(text)}
+        return cls(SPECIALS + sorted(found - set(SPECIALS)))
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return _WORDS.findall(text.lower())
+
+    def encode(self, text: str) -> list[int]:
+        return [self.index.get(w, self.unk) for w in self.split(text)]
+
+    def encode_question(self, question: str) -> list[int]:
+        """Questions are normalized as the agent normalizes them (contractions, spelling), so that
+        what players type maps onto the world's words."""
+        try:
+            words = normalize(question)
+        except QuestionError:
+            words = []
+        return [self.index.get(w, self.unk) for w in words]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        words = [self.words[i] for i in ids if i >= len(SPECIALS)]
+        text = " ".join(words)
+        text = re.sub(r" ([.,:;?!])", r"\1", text)
+        return re.sub(r"(^|[.?!] )([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+
+    def to_dict(self) -> dict:
+        return {"words": self.words}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NLETokenizer":
+        return cls(list(data["words"]))
+
+
+# --- what the agent produced, as numbers ----------------------------------------------------------
+
+def agent_fingerprint(agent: VQAAgent) -> str:
+    """Identifies an agent by its configuration and weights, wherever it was loaded from."""
+    digest = hashlib.blake2b(json.dumps(agent.config.to_dict(), sort_keys=True).encode(), digest_size=16)
+    for key, value in sorted(agent.model.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def encode_output(output: AgentOutput, max_proposals: int) -> tuple[np.ndarray, np.ndarray]:
+    """(global vector, proposal vectors [n, PROPOSAL_FEATURES]) of one agent output; proposals most
+    attended first (then left to right), at most max_proposals."""
+    concepts = [output.concept_probabilities.get(c, 0.0) for c in CONCEPTS]
+    global_vector = np.concatenate([np.asarray(output.question_embedding, np.float32).ravel(),
+                                    np.asarray(concepts + [output.probability], np.float32)])
+    proposals = sorted(output.proposals, key=lambda p: (-round(p.attention, 4), p.box[0]))[:max_proposals]
+    most = max([p.attention for p in proposals], default=0.0)
+    rows = np.zeros((len(proposals), PROPOSAL_FEATURES), np.float32)
+    for k, p in enumerate(proposals):
+        for attribute in CONCEPT_ATTRIBUTES:
+            if attribute in p.attributes:
+                value, probability = p.attributes[attribute]
+                names = CONCEPTS[CONCEPT_SLICES[attribute]]
+                if value in names:
+                    rows[k, CONCEPT_SLICES[attribute].start + names.index(value)] = probability
+        height, width = p.mask.shape[:2] if np.ndim(p.mask) == 2 else (1.0, 1.0)
+        x1, y1, x2, y2 = p.box
+        x1, x2, y1, y2 = x1 / width, x2 / width, y1 / height, y2 / height
+        rows[k, len(CONCEPTS):] = [x1, y1, x2, y2, (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1,
+                                   p.score, p.attention, p.attention / most if most > 0 else 0.0]
+    return global_vector, rows
+
+
+@dataclass
+class Prompts:
+    """A batch of prompts: the agent's outputs and the words before the explanation."""
+    global_vectors: torch.Tensor   # [B, G]
+    proposals: torch.Tensor        # [B, P, PROPOSAL_FEATURES]
+    proposal_mask: torch.Tensor    # [B, P] bool
+    tokens: torch.Tensor           # [B, T] <q> question <a> answer <e>, padded on the left
+    token_mask: torch.Tensor       # [B, T] bool
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    def to(self, device) -> "Prompts":
+        return Prompts(*(getattr(self, f.name).to(device) for f in fields(self)))
+
+
+def prompt_tokens(tokenizer: NLETokenizer, question: str, answer: str, max_question_tokens: int) -> list[int]:
+    return ([tokenizer.question] + tokenizer.encode_question(question)[:max_question_tokens] +
+            [tokenizer.answer] + tokenizer.encode(answer)[:MAX_ANSWER_TOKENS] + [tokenizer.explanation])
+
+
+def collate_prompts(encoded: Sequence[tuple[np.ndarray, np.ndarray]], tokens: Sequence[list[int]]) -> Prompts:
+    """Stacks encoded agent outputs and prompt token ids into a batch."""
+    n, p, t = len(tokens), max([len(rows) for _, rows in encoded] + [1]), max(len(ids) for ids in tokens)
+    proposals = torch.zeros(n, p, PROPOSAL_FEATURES)
+    proposal_mask = torch.zeros(n, p, dtype=torch.bool)
+    ids = torch.zeros(n, t, dtype=torch.long)
+    token_mask = torch.zeros(n, t, dtype=torch.bool)
+    for i, ((_, rows), seq) in enumerate(zip(encoded, tokens)):
+        proposals[i, :len(rows)] = torch.from_numpy(np.asarray(rows, np.float32))
+        proposal_mask[i, :len(rows)] = True
+        ids[i, t - len(seq):] = torch.tensor(seq)
+        token_mask[i, t - len(seq):] = True
+    global_vectors = torch.from_numpy(np.stack([np.asarray(g, np.float32) for g, _ in encoded]))
+    return Prompts(global_vectors, proposals, proposal_mask, ids, token_mask)
+
+
+# --- the model -------------------------------------------------------------------------------------
+
+@dataclass
+class NLEConfig:
+    n_layer: int = 3                  # GPT-2 blocks
+    n_head: int = 4
+    n_embd: int = 128                 # width of the residual stream
+    dropout: float = 0.0              # the model underfits in the minutes it trains; dropout only slows it
+    question_dim: int = 128           # the agent's question embedding size (its `hidden`)
+    max_proposals: int = 12           # prefix vectors beyond the question's
+    max_question_tokens: int = 40
+    max_explanation_tokens: int = 48  # words of a generated explanation, at most
+    question_first: bool = False
+    concept_words: bool = True
+    agent: str = ""                   # the agent whose outputs it learned from (name or path) ...
+    agent_fingerprint: str = ""       # ... and that agent's agent_fingerprint()
+
+    @property
+    def global_dim(self) -> int:
+        return self.question_dim + len(CONCEPTS) + 1
+
+    @property
+    def n_positions(self) -> int:
+        return 1 + self.max_proposals + self.max_question_tokens + MAX_ANSWER_TOKENS + 3 + self.max_explanation_tokens + 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NLEConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class NLEModel(nn.Module):
+    def __init__(self, config: NLEConfig, tokenizer: NLETokenizer) -> None:
+        super().__init__()
+        self.config, self.tokenizer = config, tokenizer
+        d = config.n_embd
+        gpt = GPT2Config(vocab_size=len(tokenizer.words), n_positions=config.n_positions, n_embd=d,
+                         n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
+                         embd_pdrop=config.dropout, attn_pdrop=config.dropout, activation_function="gelu", bos_token_id=tokenizer.question,
+                         eos_token_id=tokenizer.eos, pad_token_id=tokenizer.pad, tie_word_embeddings=True)
+        verbosity = transformers_logging.get_verbosity()
+        transformers_logging.set_verbosity_error()
+        try:
+            self.gpt = GPT2LMHeadModel(gpt)
+        finally:
+            transformers_logging.set_verbosity(verbosity)
+        self.global_projection = nn.Sequential(nn.LayerNorm(config.global_dim), nn.Linear(config.global_dim, d),
+                                               nn.GELU(), nn.Linear(d, d))
+        self.proposal_projection = nn.Sequential(nn.Linear(PROPOSAL_FEATURES, d), nn.GELU(), nn.Linear(d, d))
+        # the word of each concept (sphere, purple, ...): a proposal also carries the embeddings of the words
+        # of its attribute values, weighted by their beliefs, so that the question's words find it and the
+        # (tied) output layer can name it
+        self.register_buffer("concept_words", torch.tensor([tokenizer.index.get(c, tokenizer.unk) for c in CONCEPTS]),
+                             persistent=False)
+        # tokens the decoder may not write: all special tokens but <eos>
+        banned = torch.zeros(len(tokenizer.words), dtype=torch.bool)
+        banned[[tokenizer.index[s] for s in SPECIALS if s != EOS]] = True
+        self.register_buffer("banned", banned, persistent=False)
+
+    def _embed(self, prompts: Prompts, continuation: torch.Tensor | None = None,
+               continuation_mask: torch.Tensor | None = None):
+        """inputs_embeds, attention mask and position ids of [prefix | prompt | continuation]."""
+        proposals = self.proposal_projection(prompts.proposals)
+        if self.config.concept_words:
+            proposals = proposals + prompts.proposals[..., :len(CONCEPTS)] @ self.gpt.transformer.wte(self.concept_words)
+        glob = self.global_projection(prompts.global_vectors).unsqueeze(1)
+        tokens = self.gpt.transformer.wte(prompts.tokens)
+        one = torch.ones_like(prompts.token_mask[:, :1])
+        if self.config.question_first:
+            parts = [glob, tokens[:, :-1], proposals, tokens[:, -1:]]
+            masks = [one, prompts.token_mask[:, :-1], prompts.proposal_mask, one]
+        else:
+            parts = [glob, proposals, tokens]
+            masks = [one, prompts.proposal_mask, prompts.token_mask]
+        if continuation is not None:
+            parts.append(self.gpt.transformer.wte(continuation))
+            masks.append(continuation_mask)
+        mask = torch.cat(masks, dim=1)
+        positions = (mask.long().cumsum(1) - 1).clamp(min=0)
+        return torch.cat(parts, dim=1), mask.long(), positions
+
+    def loss(self, prompts: Prompts, targets: torch.Tensor, target_mask: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Cross-entropy of the explanation tokens (targets: explanation + <eos>, right-padded) given the prompt."""
+        inputs = targets[:, :-1]
+        embeds, mask, positions = self._embed(prompts, inputs, target_mask[:, :-1])
+        logits = self.gpt(inputs_embeds=embeds, attention_mask=mask, position_ids=positions).logits
+        start = embeds.shape[1] - inputs.shape[1] - 1          # the <e> token predicts the first target
+        logits = logits[:, start:]
+        labels = targets.masked_fill(~target_mask, -100)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        correct = ((logits.argmax(-1) == targets) & target_mask).sum().item()
+        return loss, {"tokens": int(target_mask.sum()), "correct": correct}
+
+    @torch.inference_mode()
+    def generate(self, prompts: Prompts, max_tokens: int | None = None) -> list[list[int]]:
+        """Greedy decoding, batched; each sequence stops at its <eos>. Returns the token ids (no <eos>)."""
+        max_tokens = max_tokens or self.config.max_explanation_tokens
+        embeds, mask, positions = self._embed(prompts)
+        out = self.gpt(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=True)
+        past, position = out.past_key_values, positions[:, -1:]
+        written = torch.zeros(len(prompts), 0, dtype=torch.long, device=embeds.device)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=embeds.device)
+        logits = out.logits[:, -1]
+        for _ in range(max_tokens):
+            token = logits.masked_fill(self.banned, float("-inf")).argmax(-1)
+            token = token.masked_fill(done, self.tokenizer.pad)
+            written = torch.cat([written, token.unsqueeze(1)], dim=1)
+            done |= token == self.tokenizer.eos
+            if bool(done.all()):
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            position = position + 1
+            out = self.gpt(input_ids=token.unsqueeze(1), attention_mask=mask, position_ids=position,
+                           past_key_values=past, use_cache=True)
+            past, logits = out.past_key_values, out.logits[:, -1]
+        results = []
+        for row in written.tolist():
+            results.append(row[:row.index(self.tokenizer.eos)] if self.tokenizer.eos in row else row)
+        return results
+
+    def prompts(self, outputs: Sequence[AgentOutput]) -> Prompts:
+        encoded = [encode_output(o, self.config.max_proposals) for o in outputs]
+        for g, _ in encoded:
+            if g.shape[0] != self.config.global_dim:
+                raise ValueError(f"this NLE model expects an agent with {self.config.question_dim}-dimensional "
+                                 f"question embeddings, got {g.shape[0] - len(CONCEPTS) - 1}")
+        tokens = [prompt_tokens(self.tokenizer, o.question, o.answer, self.config.max_question_tokens) for o in outputs]
+        return collate_prompts(encoded, tokens)
+
+    def explain(self, outputs: Sequence[AgentOutput], batch_size: int = 64) -> list[str]:
+        """One explanation per agent output, in order."""
+        self.eval()
+        device = next(self.parameters()).device
+        texts = []
+        for start in range(0, len(outputs), batch_size):
+            ids = self.generate(self.prompts(outputs[start:start + batch_size]).to(device))
+            texts.extend(self.tokenizer.decode(row) for row in ids)
+        return texts
+
+    # --- persistence ------------------------------------------------------------------------------
+
+    def save_pretrained(self, path: str | os.PathLike, extra: dict | None = None) -> Path:
+        """Writes the model to `path` atomically (a sibling temp directory renamed into place)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        save_model(self, str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
+        (tmp / "vocabulary.json").write_text(json.dumps(self.tokenizer.to_dict()))
+        if extra:
+            (tmp / "training.json").write_text(json.dumps(extra, indent=2))
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, device: str | torch.device = "cpu") -> "NLEModel":
+        path = Path(path)
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(f"no NLE model at {path} (no config.json)")
+        config = NLEConfig.from_dict(json.loads((path / "config.json").read_text()))
+        tokenizer = NLETokenizer.from_dict(json.loads((path / "vocabulary.json").read_text()))
+        model = cls(config, tokenizer)
+        load_model(model, str(path / "model.safetensors"), device=str(device))
+        return model.to(device).eval()
