@@ -181,8 +181,8 @@ class NLEConfig:
     max_proposals: int = 12           # prefix vectors beyond the question's
     max_question_tokens: int = 40
     max_explanation_tokens: int = 48  # words of a generated explanation, at most
-    question_first: bool = False
-    concept_words: bool = True
+    question_first: bool = True       # the shipped model's settings (they gave the best METEOR)
+    concept_words: bool = False
     agent: str = ""                   # the agent whose outputs it learned from (name or path) ...
     agent_fingerprint: str = ""       # ... and that agent's agent_fingerprint()
 

@@ -165,6 +165,9 @@ class VQAAgent:
         """What the agent sees in each image, whatever the question: features, proposals with masks
         and attributes, concept probabilities. Cached by image content."""
         keys = [hashlib.blake2b(a.tobytes() + str(a.shape).encode(), digest_size=16).digest() for a in arrays]
+        for k in keys:
+            if k in self._cache:
+                self._cache.move_to_end(k)
         new = {k: a for k, a in zip(keys, arrays) if k not in self._cache}
         if new:
             batch = list(new.values())
@@ -173,10 +176,9 @@ class VQAAgent:
             objects = self.model.objects(features, [boxes for boxes, _ in found])
             for j, (key, array) in enumerate(new.items()):
                 self._cache[key] = self._seen_image(array, features, found[j], objects, j)
-                if len(self._cache) > FEATURE_CACHE_SIZE:
-                    self._cache.popitem(last=False)
-        for k in keys:
-            self._cache.move_to_end(k)
+        # evict the least recently used, never an image of this request
+        while len(self._cache) > max(FEATURE_CACHE_SIZE, len(set(keys))):
+            self._cache.popitem(last=False)
         return [self._cache[k] for k in keys]
 
     def _seen_image(self, array: np.ndarray, features: ImageFeatures, found, objects: Objects, j: int) -> "SeenImage":

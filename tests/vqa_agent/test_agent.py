@@ -190,3 +190,15 @@ def test_training_resumes_after_an_interruption(agent_world, tmp_path):
     history = [json.loads((d / "training.json").read_text())["history"] for d in (tmp_path / "run", uninterrupted)]
     assert [h["val_accuracy"] for h in history[0]] == [h["val_accuracy"] for h in history[1]]
     assert all(torch.equal(resumed_weights[k], straight_weights[k]) for k in straight_weights)
+
+
+def test_the_feature_cache_never_evicts_an_image_of_the_current_request(agent, agent_world, monkeypatch):
+    import vqa_agent.agent as agent_module
+
+    monkeypatch.setattr(agent_module, "FEATURE_CACHE_SIZE", 3)
+    images = [np.asarray(Image.open(p).convert("RGB")) for p in sorted((agent_world / "images").glob("*.png"))[:5]]
+    agent._cache.clear()
+    agent.answer(images[:3], ["how many cubes are there?"])
+    outputs = agent.answer([images[0], images[3], images[4]], ["how many cubes are there?"])
+    assert len(outputs) == 3 and len(agent._cache) == 3
+    assert len(agent.answer(images, ["how many cubes are there?"])) == 5   # more images than the cache holds
