@@ -5,18 +5,23 @@ predicted answer and lets GPT-2 continue with the explanation, decoding greedily
 question representation is the agent's own output, so the explanation is conditioned only on what
 the agent saw and attended to:
 
-    prefix    one vector from the question embedding (+ the image's concept beliefs, the answer's
-              probability), then one vector per proposal (attribute beliefs, box geometry, detection
-              score, the question's attention weight on it), most attended first; a proposal's vector
-              also holds the word embeddings of its attribute values (weighted by their beliefs), so
-              that "purple" in the question and a purple proposal meet in the same space
-    tokens    <q> question words <a> answer words <e> explanation words <eos>
+    [question vector] <q> question words <a> answer words [proposal vectors] <e> explanation <eos>
 
-The prefix vectors enter GPT-2 as `inputs_embeds`; the GPT-2 itself (transformers' GPT2LMHeadModel, a
-few layers, trained from scratch in `nle_train.py`) sees words of a closed, word-level vocabulary
-built from the world's text. A batch is laid out as [prefix | prompt tokens | explanation tokens]; the
-padding of the variable-length prefix and prompt sits in the middle, masked, and positions count only
-real entries, so that every sequence of a batch continues at the same index while decoding.
+    question vector    from the agent's question embedding (+ the image's concept beliefs and the
+                       answer's probability)
+    proposal vectors   one per proposal, most attended first: attribute beliefs, box geometry,
+                       detection score, the question's attention weight on it; plus the word
+                       embeddings of its attribute values weighted by their beliefs, so that "purple"
+                       in the question and a purple proposal meet in one space, and the (tied) output
+                       layer can name what a proposal is
+
+The vectors enter GPT-2 as `inputs_embeds` beside the word embeddings; the GPT-2 itself
+(transformers' GPT2LMHeadModel, a few layers, trained from scratch in `nle_train.py`) reads words of a
+closed, word-level vocabulary built from the world's text. The proposals come after the question
+(e-UG puts the image first), so that each proposal's position can already attend to the question's
+words and ask "am I the purple thing left of the cube?": on our world this trains faster and better.
+The padding of the variable-length parts sits in the middle, masked, and positions count only real
+entries, so every sequence of a batch ends at the same index and is continued together while decoding.
 
 Saved as model.safetensors + config.json + vocabulary.json (+ training.json); from_pretrained(path)
 restores it exactly.
@@ -27,7 +32,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +43,7 @@ from safetensors.torch import load_model, save_model
 from transformers import GPT2Config, GPT2LMHeadModel
 from transformers.utils import logging as transformers_logging
 
-from vqa_agent.agent import AgentOutput, VQAAgent
+from vqa_agent.agent import AgentOutput, VQAAgent, write_checkpoint
 from vqa_agent.model import CONCEPT_ATTRIBUTES, CONCEPT_SLICES, CONCEPTS
 from vqa_agent.tokenizer import QuestionError, normalize
 
@@ -181,8 +185,7 @@ class NLEConfig:
     max_proposals: int = 12           # prefix vectors beyond the question's
     max_question_tokens: int = 40
     max_explanation_tokens: int = 48  # words of a generated explanation, at most
-    question_first: bool = True       # the shipped model's settings (they gave the best METEOR)
-    concept_words: bool = False
+    concept_words: bool = True        # proposals also carry their attribute words' embeddings (see above)
     agent: str = ""                   # the agent whose outputs it learned from (name or path) ...
     agent_fingerprint: str = ""       # ... and that agent's agent_fingerprint()
 
@@ -210,8 +213,8 @@ class NLEModel(nn.Module):
         d = config.n_embd
         gpt = GPT2Config(vocab_size=len(tokenizer.words), n_positions=config.n_positions, n_embd=d,
                          n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
-                         embd_pdrop=config.dropout, attn_pdrop=config.dropout, activation_function="gelu", bos_token_id=tokenizer.question,
-                         eos_token_id=tokenizer.eos, pad_token_id=tokenizer.pad, tie_word_embeddings=True)
+                         embd_pdrop=config.dropout, attn_pdrop=config.dropout, activation_function="gelu",
+                         bos_token_id=tokenizer.question, eos_token_id=tokenizer.eos, pad_token_id=tokenizer.pad, tie_word_embeddings=True)
         verbosity = transformers_logging.get_verbosity()
         transformers_logging.set_verbosity_error()
         try:
@@ -233,19 +236,15 @@ class NLEModel(nn.Module):
 
     def _embed(self, prompts: Prompts, continuation: torch.Tensor | None = None,
                continuation_mask: torch.Tensor | None = None):
-        """inputs_embeds, attention mask and position ids of [prefix | prompt | continuation]."""
+        """inputs_embeds, attention mask and position ids of
+        [question vector | <q> question <a> answer | proposals | <e> | continuation]."""
         proposals = self.proposal_projection(prompts.proposals)
         if self.config.concept_words:
             proposals = proposals + prompts.proposals[..., :len(CONCEPTS)] @ self.gpt.transformer.wte(self.concept_words)
-        glob = self.global_projection(prompts.global_vectors).unsqueeze(1)
-        tokens = self.gpt.transformer.wte(prompts.tokens)
+        tokens = self.gpt.transformer.wte(prompts.tokens)    # <q> question <a> answer <e>: the last is <e>
         one = torch.ones_like(prompts.token_mask[:, :1])
-        if self.config.question_first:
-            parts = [glob, tokens[:, :-1], proposals, tokens[:, -1:]]
-            masks = [one, prompts.token_mask[:, :-1], prompts.proposal_mask, one]
-        else:
-            parts = [glob, proposals, tokens]
-            masks = [one, prompts.proposal_mask, prompts.token_mask]
+        parts = [self.global_projection(prompts.global_vectors).unsqueeze(1), tokens[:, :-1], proposals, tokens[:, -1:]]
+        masks = [one, prompts.token_mask[:, :-1], prompts.proposal_mask, one]
         if continuation is not None:
             parts.append(self.gpt.transformer.wte(continuation))
             masks.append(continuation_mask)
@@ -315,19 +314,9 @@ class NLEModel(nn.Module):
 
     def save_pretrained(self, path: str | os.PathLike, extra: dict | None = None) -> Path:
         """Writes the model to `path` atomically (a sibling temp directory renamed into place)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        save_model(self, str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
-        (tmp / "vocabulary.json").write_text(json.dumps(self.tokenizer.to_dict()))
-        if extra:
-            (tmp / "training.json").write_text(json.dumps(extra, indent=2))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-        return path
+        # save_model, not save_file: GPT-2's input and output embeddings share one tensor
+        return write_checkpoint(path, lambda file: save_model(self, str(file)), self.config.to_dict(),
+                                self.tokenizer.to_dict(), extra)
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike, device: str | torch.device = "cpu") -> "NLEModel":

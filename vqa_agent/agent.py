@@ -144,20 +144,9 @@ class VQAAgent:
 
     def save_pretrained(self, path: str | os.PathLike, extra: dict | None = None) -> Path:
         """Writes the agent to `path` atomically (a sibling temp directory renamed into place)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
         state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
-        save_file(state, tmp / "model.safetensors")
-        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
-        (tmp / "vocabulary.json").write_text(json.dumps(self.vocabulary.to_dict()))
-        if extra:
-            (tmp / "training.json").write_text(json.dumps(extra, indent=2))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-        return path
+        return write_checkpoint(path, lambda file: save_file(state, file), self.config.to_dict(),
+                                self.vocabulary.to_dict(), extra)
 
     # --- answering --------------------------------------------------------------------------------
 
@@ -283,6 +272,26 @@ def stack_objects(parts: list[Objects]) -> Objects:
 
     return Objects(*(torch.cat([pad(getattr(p, f)) for p in parts])
                      for f in OBJECT_FIELDS))
+
+
+def write_checkpoint(path: str | os.PathLike, write_weights, config: dict, vocabulary: dict,
+                     extra: dict | None = None) -> Path:
+    """A model directory (model.safetensors written by `write_weights(file)`, config.json,
+    vocabulary.json, training.json when `extra` is given), written atomically: a sibling temp directory
+    renamed into place, so a crash never leaves half a checkpoint."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    write_weights(tmp / "model.safetensors")
+    (tmp / "config.json").write_text(json.dumps(config, indent=2))
+    (tmp / "vocabulary.json").write_text(json.dumps(vocabulary))
+    if extra:
+        (tmp / "training.json").write_text(json.dumps(extra, indent=2))
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+    return path
 
 
 def resolve_agent_path(name_or_path) -> Path:
