@@ -70,6 +70,8 @@ def _train_nle(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("epochs", args.epochs), ("max_items", args.max_items), ("seed", args.seed),
                                    ("threads", args.threads), ("device", args.device)) if v is not None}
+    if overrides.get("max_items") == 0:
+        overrides["max_items"] = None
     out = train_nle(args.agent, args.world, args.out, NLETrainingConfig(**overrides))
     training = json.loads((out / "training.json").read_text())
     print(f"best NLE model in {out}: validation loss {training['val']['loss']:.3f}, exact matches "
@@ -231,8 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     nle.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
     nle.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
     nle.add_argument("--out", type=Path, required=True, help="directory for the NLE model")
-    nle.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 3)")
-    nle.add_argument("--max-items", type=int, default=None, help="use the first N train questions (default: all)")
+    nle.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 5)")
+    nle.add_argument("--max-items", type=int, default=None, help="use the first N train questions (default: 40000; 0: all)")
     nle.add_argument("--seed", type=int, default=None, help="random seed (default: 0)")
     nle.add_argument("--threads", type=int, default=None, help="CPU threads (default: 1, fastest for this small "
                                                                  "model when the other core is busy)")

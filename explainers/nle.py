@@ -64,7 +64,7 @@ def resolve_nle_path(agent: VQAAgent, model: str | Path | None = None, agent_nam
             return path
     raise FileNotFoundError(f"no shipped NLE model was trained on this agent (shipped: {listing}, each for the agent "
                             f"of its name); " + _train_hint() + ", or pass agent_name=NAME to use the model of a "
-                            f"shipped agent")
+                            "shipped agent")
 
 
 class NLEExplainer(Explainer):

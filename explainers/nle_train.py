@@ -38,9 +38,9 @@ VAL_GENERATE = 300      # validation items explained greedily each epoch (exact-
 
 @dataclass
 class NLETrainingConfig:
-    # the defaults made the shipped nle-medium model (12 min on one core)
+    # the defaults made the shipped nle-medium model
     epochs: int = 5
-    batch_size: int = 8
+    batch_size: int = 8             # small batches learn far more per second here (64: about 5 METEOR points less)
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
     warmup: float = 0.05            # fraction of the steps with a rising learning rate
