@@ -164,6 +164,89 @@ def _bench_latency(args: argparse.Namespace) -> int:
                       (["--json", str(args.json)] if args.json else [])) or 0
 
 
+GAME_WORLD = Path("data/game-world")
+
+
+def _serve_world(world: Path | None) -> Path:
+    """The world games draw from: --world, else the whole default world when built, else the game world
+    (the pool and the RelQA bank only), built here on first start."""
+    from vqa_agent.world.build import WorldConfig, build_world
+
+    if world is not None:
+        if not (world / "manifest.json").exists():
+            raise FileNotFoundError(f"{world} is not a built world; build it with `exag world build --out {world}`")
+        return world
+    if (DEFAULT_WORLD / "manifest.json").exists():
+        return DEFAULT_WORLD
+    print(f"building the game world (the game pool and the RelQA question bank) in {GAME_WORLD}; "
+          "this happens once", flush=True)
+    return build_world(GAME_WORLD, WorldConfig(splits=("val", "pool")))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from server.app import create_app
+    from server.config import ServerConfig
+
+    config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
+                          world=_serve_world(args.world), agent=args.agent, admin_token=args.admin_token or "")
+    app = create_app(config)
+    services = app.extensions["exag"]
+    base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
+    print(f"\nExAG is ready (agent {config.agent}, world {config.world}, Redis {services.store.redis.connection_pool.connection_kwargs.get('path') or config.redis_url}).")
+    print(f"  play (at-will demo):    {base}/?study=demo")
+    print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
+    print(f"  rating task:            {base}/rate")
+    print(f"  admin:                  {base}/admin?token={config.admin_token}")
+    print("Stop with Ctrl-C.", flush=True)
+    try:
+        app.extensions["socketio"].run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True,
+                                       log_output=args.log)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        services.close()
+    return 0
+
+
+def _bot(args: argparse.Namespace) -> int:
+    from game.players import SimplePlayer
+    from server.bot import play_games
+
+    report = play_games(args.url, args.games, args.setting, args.arm, args.study,
+                        SimplePlayer(questions_per_game=args.questions, seed=args.seed))
+    print(f"{report['games']} games, {report['wins']} won; ask-to-answer p50 "
+          f"{report['ask_to_answer_ms'].get('p50', float('nan')):.0f} ms, p95 "
+          f"{report['ask_to_answer_ms'].get('p95', float('nan')):.0f} ms")
+    for error in report["errors"]:
+        print(f"  error: {error}", file=sys.stderr)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 1 if report["errors"] else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from server.embedded_redis import EmbeddedRedis
+    from server.export import write_export
+    from server.store import Store
+
+    embedded = None
+    url = args.redis_url
+    if url is None:
+        embedded = EmbeddedRedis(args.data_dir / "redis")
+        if not embedded.alive() and not (embedded.dir / "appendonlydir").exists():
+            raise FileNotFoundError(f"no game data in {args.data_dir} (no Redis there); pass --data-dir or --redis-url")
+        url = embedded.start().url
+    try:
+        events = list(Store.connect(url).events())
+        written = write_export(events, args.out, args.format)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    print(f"{len(events)} events exported to {args.out}: {', '.join(p.name for p in written)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exag", description="ExAG: explanation-assisted image guessing "
                                      "games, their agents, explainers and analysis.")
@@ -299,6 +382,44 @@ def build_parser() -> argparse.ArgumentParser:
     explainers_bench.add_argument("--repeats", type=int, default=40)
     explainers_bench.add_argument("--json", type=Path, help="write the results here")
     explainers_bench.set_defaults(run=_bench_explainers)
+
+    serve = commands.add_parser("serve", help="start the game server (embedded Redis, default world and agent)",
+                                description="Start the game: Flask-SocketIO on Redis (a private redis-server in "
+                                "--data-dir unless --redis-url or REDIS_URL is given), the default agent and its "
+                                "explainers. Prints the players' and the admin's URLs.")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument("--redis-url", default=None, help="use this Redis (default: REDIS_URL, else a private one)")
+    serve.add_argument("--data-dir", type=Path, default=Path("data/server"),
+                       help="the private Redis's data (append-only file) and caches")
+    serve.add_argument("--world", type=Path, default=None,
+                       help=f"a built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD}, built on first start)")
+    serve.add_argument("--agent", default="default", help="agent name or checkpoint directory")
+    serve.add_argument("--admin-token", default=None, help="admin token (default: EXAG_ADMIN_TOKEN, else random)")
+    serve.add_argument("--log", action="store_true", help="log every HTTP request")
+    serve.set_defaults(run=_serve)
+
+    bot = commands.add_parser("bot", help="play games through the real Socket.IO interface",
+                              description="Simulated players: join, consent, ask, (buy explanations,) rate and "
+                              "guess through Socket.IO, and report outcomes and ask-to-answer times.")
+    bot.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:5000")
+    bot.add_argument("--games", type=int, default=5)
+    bot.add_argument("--setting", choices=("controlled", "at-will"), default="controlled")
+    bot.add_argument("--arm", default=None, help="the study arm (demo studies let bots choose; default: assigned)")
+    bot.add_argument("--study", default=None, help="study id (default: the demo study of the setting)")
+    bot.add_argument("--questions", type=int, default=3, help="questions per game")
+    bot.add_argument("--seed", type=int, default=0)
+    bot.add_argument("--json", type=Path, help="write the report here")
+    bot.set_defaults(run=_bot)
+
+    export = commands.add_parser("export", help="write the event log as tidy tables",
+                                 description="One row per game, per round, per rating, per explanation shown, per "
+                                 "participant and per rater's rating, plus the raw events (events.jsonl).")
+    export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--redis-url", default=None)
+    export.add_argument("--data-dir", type=Path, default=Path("data/server"))
+    export.set_defaults(run=_export)
     return parser
 
 

@@ -61,4 +61,7 @@ SETTINGS = {"at-will": AT_WILL, "controlled": CONTROLLED}
 def settings_named(name: str, **overrides) -> GameSettings:
     if name not in SETTINGS:
         raise ValueError(f"unknown setting {name!r}; choose {' or '.join(SETTINGS)}")
+    for key in ("for_every_image", "for_the_secret"):
+        if key in overrides:
+            overrides[key] = tuple(overrides[key])
     return replace(SETTINGS[name], **overrides)

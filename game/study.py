@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from .settings import settings_named
 
 MODES = ("attention", "relqa", "objscene", "nle", "introspect")   # explanation modes an arm can combine
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
@@ -42,6 +44,9 @@ class StudyConfig:
     completion_code: str = ""
     redirect_url: str = ""
     nle: bool = False            # at-will: offer the NLE with the other explanations
+    choose_arm: bool = False     # demos, pilots and bots may name their arm in the link; never in real studies
+    settings: dict = field(default_factory=dict)   # overrides of the kind's GameSettings (any number in it)
+    title: str = ""              # shown to participants
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -56,6 +61,12 @@ class StudyConfig:
             raise ValueError("controlled studies have at least 4 sessions")
         if self.sessions < 1 or self.games_per_session < 1:
             raise ValueError("sessions and games_per_session must be positive")
+        if not isinstance(self.settings, dict):
+            raise ValueError("settings must be an object of GameSettings overrides")
+        try:
+            settings_named(self.kind, **self.settings)
+        except TypeError as error:
+            raise ValueError(f"settings: {error}") from error
 
     @property
     def games(self) -> int:
@@ -73,6 +84,19 @@ class StudyConfig:
         if "arms" in data:
             data["arms"] = tuple(data["arms"])
         return cls(**data)
+
+
+# The end-of-session questionnaire: short, the same for every study so answers compare across arms.
+AGREEMENT = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")
+QUESTIONNAIRE = [
+    {"key": "trust", "text": "I could tell when the agent's answers were right.", "type": "scale", "options": AGREEMENT},
+    {"key": "explanations_helped", "text": "The explanations helped me find the secret image.", "type": "scale",
+     "options": AGREEMENT},
+    {"key": "understood", "text": "I understood how the agent arrived at its answers.", "type": "scale",
+     "options": AGREEMENT},
+    {"key": "strategy", "text": "Which questions or explanations helped you most?", "type": "text"},
+    {"key": "comments", "text": "Anything else you want to tell us? (optional)", "type": "text"},
+]
 
 
 def load_study(path: str | Path) -> StudyConfig:

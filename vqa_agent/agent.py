@@ -201,6 +201,21 @@ class VQAAgent:
             self._look([as_rgb_array(image) for image in images[start:start + 32]])
 
     @torch.inference_mode()
+    def embed_images(self, images: Sequence, batch_size: int = 64) -> np.ndarray:
+        """[len(images), channels] float32: the image encoder's last stage, averaged over the grid (an
+        ImageEmbedder, the synthetic world's stand-in for the paper's VGG16 FC7 image-set distances)."""
+        vectors = []
+        for start in range(0, len(images), batch_size):
+            arrays = [as_rgb_array(image) for image in images[start:start + batch_size]]
+            raw = self.model.encode_images(to_model_input(arrays, self.config).to(self.device)).raw
+            vectors.append(raw.mean(dim=(2, 3)).float().cpu().numpy())
+        return np.concatenate(vectors) if vectors else np.zeros((0, self.config.channels[-1]), np.float32)
+
+    @property
+    def dim(self) -> int:
+        return self.config.channels[-1]
+
+    @torch.inference_mode()
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """The question encoder's vector of each text, [len(texts), hidden] float32: what the agent makes
         of a question (or of question and answer words together), for retrieval by distance."""

@@ -33,8 +33,8 @@ from .render import RenderConfig, render, save_mask_png, visible_pixel_counts
 from .scene import SceneConfig, generate_scene
 
 FORMAT_VERSION = 1
-SPLITS = ("train", "val", "test")
 POOL_SPLIT = "pool"  # the game's image pool: held out from all training
+ALL_SPLITS = ("train", "val", "test", POOL_SPLIT)
 FAMILY_INDEX = {f.name: i for i, f in enumerate(FAMILIES)}
 
 
@@ -51,6 +51,10 @@ class WorldConfig:
     width: int = 320
     height: int = 240
     max_scene_tries: int = 100       # re-draws of a scene whose objects are not all visible
+    # Only the chunks holding these splits (None = all). ("val", "pool") is the game world: the game's
+    # images and the RelQA question bank, byte-identical to the same images of the whole world, in a
+    # fifth of the time.
+    splits: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.images < 1 or self.pool < 0:
@@ -59,6 +63,11 @@ class WorldConfig:
             raise ValueError("questions per image, explanations per question and chunk size must be at least 1")
         if not (0 <= self.val_fraction and 0 <= self.test_fraction and self.val_fraction + self.test_fraction < 1):
             raise ValueError("val and test fractions must be non-negative and leave images for training")
+        if self.splits is not None:
+            self.splits = tuple(self.splits)
+            unknown = sorted(set(self.splits) - set(ALL_SPLITS))
+            if unknown or not self.splits:
+                raise ValueError(f"unknown split(s) {', '.join(unknown)}; choose from {', '.join(ALL_SPLITS)}")
 
     @property
     def total_images(self) -> int:
@@ -75,6 +84,16 @@ class WorldConfig:
         if index < self.images:
             return "test"
         return POOL_SPLIT
+
+
+    def chunks(self) -> list[int]:
+        """The chunks this world is made of (all of them, or those holding a wanted split)."""
+        n_chunks = -(-self.total_images // self.chunk_size)
+        if self.splits is None:
+            return list(range(n_chunks))
+        return [c for c in range(n_chunks)
+                if any(self.split_of(i) in self.splits
+                       for i in range(c * self.chunk_size, min((c + 1) * self.chunk_size, self.total_images)))]
 
 
 def make_scene(rng: np.random.Generator, index: int, split: str, config: WorldConfig):
@@ -127,7 +146,12 @@ def _build_chunk_star(args):
 
 
 def _settings(config: WorldConfig) -> dict:
-    return {"format_version": FORMAT_VERSION, **asdict(config)}
+    settings = {"format_version": FORMAT_VERSION, **asdict(config)}
+    if config.splits is None:
+        del settings["splits"]     # whole worlds keep the settings they were built with before splits existed
+    else:
+        settings["splits"] = list(config.splits)
+    return settings
 
 
 def is_built(out: Path, config: WorldConfig) -> bool:
@@ -156,10 +180,11 @@ def build_world(out: Path | str, config: WorldConfig | None = None, workers: int
         (work / sub).mkdir(parents=True, exist_ok=True)
     clevr_io.write_json_atomic(settings_file, _settings(config))
 
-    n_chunks = -(-config.total_images // config.chunk_size)
-    done = {int(p.stem) for p in (work / "chunks").glob("*.json")}
-    todo = [c for c in range(n_chunks) if c not in done]
-    bar = tqdm(total=config.total_images, desc="building world", unit="img", disable=not progress,
+    chunks = config.chunks()
+    done = {int(p.stem) for p in (work / "chunks").glob("*.json")} & set(chunks)
+    todo = [c for c in chunks if c not in done]
+    total = sum(min(config.chunk_size, config.total_images - c * config.chunk_size) for c in chunks)
+    bar = tqdm(total=total, desc="building world", unit="img", disable=not progress,
                initial=sum(min(config.chunk_size, config.total_images - c * config.chunk_size) for c in done))
     workers = workers or os.cpu_count() or 1
     jobs = [(config, c, work) for c in todo]
@@ -171,13 +196,13 @@ def build_world(out: Path | str, config: WorldConfig | None = None, workers: int
             for record in pool.imap_unordered(_build_chunk_star, jobs):
                 bar.update(len(record["scenes"]))
     bar.close()
-    _assemble(out, work, config, n_chunks)
+    _assemble(out, work, config, chunks)
     return out
 
 
-def _assemble(out: Path, work: Path, config: WorldConfig, n_chunks: int) -> None:
+def _assemble(out: Path, work: Path, config: WorldConfig, chunks: list[int]) -> None:
     scenes, questions = [], []
-    for c in range(n_chunks):
+    for c in chunks:
         record = json.loads((work / "chunks" / f"{c:05d}.json").read_text())
         scenes.extend(record["scenes"])
         questions.extend(record["questions"])

@@ -1,0 +1,50 @@
+"""Simulated players: the decisions of a simple player, as pure functions of what a player sees (the
+player view), so bots, load tests and pilot simulations play through the real interface.
+
+`SimplePlayer` asks questions from templates a guessing-game player types ("is there a red cube?",
+"how many spheres are there?"), buys explanations in every other at-will round, rates at random and
+guesses at random: it exercises the system (costs, ratings, explanations, logging), not strategy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .settings import RATINGS
+
+COLORS = ("gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow")
+SHAPES = ("cube", "sphere", "cylinder")
+MATERIALS = ("rubber", "metal")
+TEMPLATES = ("is there a {color} {shape}?", "how many {shape}s are there?", "is there a {material} {shape}?",
+             "what color is the {material} {shape}?", "are there more {shape}s than {other}s?")
+
+
+@dataclass
+class SimplePlayer:
+    questions_per_game: int = 3
+    buy_every: int = 2          # at-will: buy explanations in every buy_every-th round (0 = never)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def question(self) -> str:
+        template = TEMPLATES[int(self.rng.integers(len(TEMPLATES)))]
+        shape, other = self.rng.choice(SHAPES, 2, replace=False)
+        return template.format(color=self.rng.choice(COLORS), shape=shape, other=other,
+                               material=self.rng.choice(MATERIALS))
+
+    def wants_question(self, game: dict) -> bool:
+        return len(game["rounds"]) < self.questions_per_game and game["questions_left"] > 0 \
+            and game["points"] > game["question_cost"]
+
+    def wants_explanations(self, game: dict) -> bool:
+        return bool(game["explanations_at_will"] and self.buy_every and len(game["rounds"]) % self.buy_every == 1
+                    and game["points"] >= game["explanation_cost"] + game["question_cost"])
+
+    def rating(self) -> str:
+        return RATINGS[int(self.rng.integers(len(RATINGS)))]
+
+    def guess(self, game: dict) -> str:
+        return game["images"][int(self.rng.integers(len(game["images"])))]

@@ -1,0 +1,49 @@
+"""ServerConfig: everything `exag serve` and `create_app` can be told, with the defaults a fresh clone
+runs with (the default world, the default agent, a private Redis under data/)."""
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 5000
+    world: Path = Path("data/world")   # a built world; its pool supplies the games' images
+    agent: str = "default"             # agent name or checkpoint path
+    # Redis: a URL, or None to start a private redis-server (append-only file) in data_dir/redis
+    redis_url: str | None = None
+    data_dir: Path = Path("data/server")
+    studies_dir: Path = REPO / "studies"   # study config files loaded (if new) at start
+    default_study: str = "demo"        # where the bare URL / leads
+    admin_token: str = ""              # "" = a random one, printed at start
+    secret_key: str = ""               # Flask session key; "" = random per process
+    # explainers: options per explainer name, passed to load_explainer
+    explainer_options: dict[str, dict] = field(default_factory=dict)
+    # inference batching (LitServe-style: one place, next to the predict step in inference.py)
+    max_batch_rounds: int = 8          # game rounds answered in one agent call
+    max_wait_ms: float = 5.0           # how long a round waits for others to batch with
+    # flood control, per connection
+    max_events_per_second: float = 10.0
+    event_burst: int = 20
+    # a participant with no message for this long is a dropout (not counted for arm balance)
+    dropout_after_s: float = 1800.0
+    seed: int | None = None            # image sets and tokens; None = unpredictable (real studies)
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.world, self.data_dir, self.studies_dir = Path(self.world), Path(self.data_dir), Path(self.studies_dir)
+        if not self.admin_token:
+            self.admin_token = os.environ.get("EXAG_ADMIN_TOKEN") or secrets.token_urlsafe(16)
+        if not self.secret_key:
+            self.secret_key = os.environ.get("EXAG_SECRET_KEY") or secrets.token_hex(32)
+        if self.redis_url is None:
+            self.redis_url = os.environ.get("REDIS_URL") or None
+
+    def with_(self, **changes) -> "ServerConfig":
+        return replace(self, **changes)

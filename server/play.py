@@ -1,0 +1,377 @@
+"""What happens when a participant does something: the server side of every Socket.IO event.
+
+Each action loads the participant's state from Redis (under the participant's lock), applies the pure
+game rules, runs the agent and the explainers when a question needs answering, grades what was shown
+against the ground truth, and commits the new state with its events in one transaction. Only then is
+the new view returned for the player. The view is built by `view()` alone, which never includes the
+secret before the guess, an explanation's grade, or the ground truth.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+import numpy as np
+
+from explainers.grading import GroundTruth, grade_answer, grade_explanation
+from game import rules
+from game.image_sets import choose_image_set
+from game.settings import RATINGS, GameSettings, settings_named
+from game.state import FINISHED, GameState, player_view
+from game.study import QUESTIONNAIRE, StudyConfig, arm_modes, assign_arm, with_explanations
+from vqa_agent.world.parser import parse_program
+from vqa_agent.world.programs import program_to_json
+
+from .config import ServerConfig
+from .inference import InferenceWorker, RoundRequest
+from .pool import GamePool
+from .store import Store
+
+CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
+EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
+
+
+class PlayError(ValueError):
+    """A message refused; the text is for the player."""
+
+
+class Play:
+    def __init__(self, store: Store, pool: GamePool, worker: InferenceWorker, config: ServerConfig) -> None:
+        self.store, self.pool, self.worker, self.config = store, pool, worker, config
+        self._rng = np.random.default_rng(config.seed)
+        self._rng_lock = threading.Lock()
+
+    # --- joining ----------------------------------------------------------------------------------
+
+    def join(self, payload: dict) -> tuple[tuple[str, str], dict, str | None]:
+        """(study, pid) of the connection, the view, and a message when the join was a refused repeat."""
+        study, status = self._study(payload["study"])
+        pid, ids = self._participant_id(payload, study)
+        with self.store.locked(study.study_id, pid):
+            participant = self.store.participant(study.study_id, pid)
+            if participant is not None:
+                participant["last_seen"] = time.time()
+                self.store.commit(participant=participant, events=[self._event("rejoin", participant)])
+                message = "You have already taken part in this study. Thank you!" \
+                    if participant["stage"] == DONE else None
+                return (study.study_id, pid), self.view(study.study_id, pid), message
+            if status != "open":
+                raise PlayError("this study is closed")
+            arm = self._arm(study, payload.get("arm"))
+            now = time.time()
+            participant = {"pid": pid, "study": study.study_id, "arm": arm, "ids": ids, "stage": CONSENT,
+                           "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
+            self.store.commit(participant=participant, events=[self._event("join", participant, arm=arm, ids=ids)])
+        return (study.study_id, pid), self.view(study.study_id, pid), None
+
+    def _study(self, study_id: str) -> tuple[StudyConfig, str]:
+        found = self.store.study(study_id)
+        if found is None:
+            raise PlayError(f"there is no study {study_id!r}; check the link you were given")
+        study, status = found
+        missing = [m for arm in study.arms for m in self._modes(study, arm) if m in self.worker.unavailable]
+        if missing:
+            raise PlayError(f"this study needs the {', '.join(sorted(set(missing)))} explainer, which this server "
+                            "could not load; please tell the researcher")
+        return study, status
+
+    @staticmethod
+    def _participant_id(payload: dict, study: StudyConfig) -> tuple[str, dict]:
+        ids = {k: v for k, v in payload.items() if k not in ("study", "arm")}
+        for field, source in EXTERNAL_IDS.items():
+            if field in ids:
+                return f"{source}:{ids[field]}", ids
+        if study.choose_arm:   # demos and pilots: an anonymous player gets an id to resume with
+            return f"pid:anon-{secrets.token_hex(6)}", ids
+        raise PlayError("this link has no participant id (pid, PROLIFIC_PID or workerId); use the link you were given")
+
+    def _arm(self, study: StudyConfig, wanted: str | None) -> str:
+        if wanted is not None:
+            if not study.choose_arm:
+                raise PlayError("this study assigns arms itself")
+            if wanted not in study.arms:
+                raise PlayError(f"unknown arm {wanted!r}; this study has {', '.join(study.arms)}")
+            return wanted
+        with self.store.redis.lock(f"exag:lock:assign:{study.study_id}", timeout=30, blocking_timeout=30):
+            now, counts = time.time(), {}
+            for p in self.store.participants(study.study_id):
+                if p["stage"] == DONE or now - p["last_seen"] < self.config.dropout_after_s:
+                    counts[p["arm"]] = counts.get(p["arm"], 0) + 1
+            return assign_arm(study, counts)
+
+    # --- the participant's path -------------------------------------------------------------------
+
+    def consent(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, CONSENT, "consent")
+            if not payload["agree"]:
+                raise PlayError("you can only take part after agreeing; close the page if you do not want to")
+            participant.update(stage=INSTRUCTIONS, last_seen=time.time())
+            self.store.commit(participant=participant, events=[self._event("consent", participant)])
+        return self.view(*who)
+
+    def begin(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, INSTRUCTIONS, "start the games")
+            self._start_game(participant)
+        return self.view(*who)
+
+    def next_game(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, GAME, "go on")
+            state, _ = self._game(participant, payload["game_id"])
+            if state.phase != FINISHED:
+                raise PlayError("finish this game with a guess first")
+            study, _ = self._study(participant["study"])
+            participant["game_number"] += 1
+            if participant["game_number"] < study.games:
+                self._start_game(participant)
+            else:
+                participant.update(stage=QUESTIONNAIRE_STAGE, last_seen=time.time(), current_game=None)
+                self.store.commit(participant=participant, events=[self._event("games_done", participant)])
+        return self.view(*who)
+
+    def questionnaire(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, QUESTIONNAIRE_STAGE, "send the questionnaire")
+            answers = payload["answers"]
+            known = {item["key"] for item in QUESTIONNAIRE}
+            unknown = sorted(set(answers) - known)
+            if unknown:
+                raise PlayError(f"unknown questionnaire item(s): {', '.join(unknown)}")
+            for item in QUESTIONNAIRE:
+                value = answers.get(item["key"])
+                if item["type"] == "scale" and value not in item["options"]:
+                    raise PlayError(f"please answer: {item['text']}")
+            participant.update(stage=DONE, last_seen=time.time(), finished=time.time())
+            # the completion code is shown only from the state written here, i.e. after it is stored
+            self.store.commit(participant=participant,
+                              events=[self._event("questionnaire", participant, answers=answers),
+                                      self._event("finish", participant)])
+        return self.view(*who)
+
+    # --- a game -----------------------------------------------------------------------------------
+
+    def _start_game(self, participant: dict) -> None:
+        study, _ = self._study(participant["study"])
+        settings = self._settings(study)
+        number = participant["game_number"]
+        with self._rng_lock:
+            chosen = choose_image_set(self.pool.embeddings, settings.images, settings.difficulty, self._rng)
+            token_bytes = self._rng.bytes(8 * settings.images) if self.config.seed is not None else None
+        if token_bytes is None:
+            tokens = [secrets.token_urlsafe(8) for _ in chosen.images]
+        else:
+            tokens = [token_bytes[8 * i:8 * i + 8].hex() for i in range(settings.images)]
+        game_id = secrets.token_urlsafe(12) if self.config.seed is None else f"g{number}-{tokens[0]}"
+        shown = with_explanations(study, participant["arm"], number)
+        state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
+                                      chosen.secret, chosen.difficulty, shown)
+        record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
+                  "session": number // study.games_per_session, "modes": list(self._modes(study, participant["arm"])),
+                  "nle": study.nle, "started": time.time()}
+        self.worker.prepare([self.pool.image(i) for i in chosen.images])
+        participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
+        participant["games"].append(game_id)
+        event.update(world_images=[self.pool.world_index(i) for i in chosen.images], arm=participant["arm"],
+                     game_number=number, session=record["session"], modes=record["modes"])
+        self.store.commit(participant=participant, game=(state, record), events=[self._event_for(state, record, event)])
+
+    def ask(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, GAME, "ask")
+            state, record = self._game(participant, payload["game_id"])
+            question = payload["question"]
+            rules.ask(state, question, "")          # refuse out-of-turn or bad questions before any work
+            text = question.strip()
+            controlled_explanations = state.with_explanations and not state.settings.explanations_at_will
+            started = time.perf_counter()
+            result, shown, graded = self._answer(state, record, text,
+                                                 tuple(record["modes"]) if controlled_explanations else (), ())
+            answer = result.outputs[state.secret].answer
+            state, event = rules.ask(state, question, answer)
+            program = parse_program(text)
+            event.update(round=len(state.rounds) - 1, program=program_to_json(program) if program else None,
+                         parsed=program is not None, **graded, explanations=shown["log"],
+                         inference_ms=result.seconds * 1000, batch_rounds=result.batch_rounds,
+                         ask_to_answer_ms=(time.perf_counter() - started) * 1000)
+            participant["last_seen"] = time.time()
+            self.store.commit(participant=participant, game=(state, record), new_round=shown["view"],
+                              events=[self._event_for(state, record, event)])
+        return self.view(*who)
+
+    def explain(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, GAME, "get explanations")
+            state, record = self._game(participant, payload["game_id"])
+            rules.buy_explanations(state)          # refuses before any work
+            settings = state.settings
+            for_secret = settings.for_the_secret + (("nle",) if record.get("nle") else ())
+            result, shown, graded = self._answer(state, record, state.rounds[-1].question,
+                                                 settings.for_every_image, for_secret)
+            state, event = rules.buy_explanations(state)
+            event.update(explanations=shown["log"], inference_ms=result.seconds * 1000)
+            participant["last_seen"] = time.time()
+            self.store.commit(participant=participant, game=(state, record),
+                              set_round=(len(state.rounds) - 1, shown["view"]),
+                              events=[self._event_for(state, record, event)])
+        return self.view(*who)
+
+    def rate(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, GAME, "rate")
+            state, record = self._game(participant, payload["game_id"])
+            state, event = rules.rate(state, payload["rating"])
+            event.update(with_explanations=state.with_explanations, question=state.rounds[-1].question)
+            participant["last_seen"] = time.time()
+            self.store.commit(participant=participant, game=(state, record), events=[self._event_for(state, record, event)])
+        return self.view(*who)
+
+    def guess(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, GAME, "guess")
+            state, record = self._game(participant, payload["game_id"])
+            if payload["image"] not in state.tokens:
+                raise PlayError("guess one of this game's images")
+            state, event = rules.guess(state, state.tokens.index(payload["image"]))
+            record["finished"] = time.time()
+            event.update(secret_image=self.pool.world_index(state.images[state.secret]),
+                         guess_image=self.pool.world_index(state.images[state.guess]),
+                         seconds=record["finished"] - record["started"])
+            arm, block = record["arm"], "with" if state.with_explanations else "without"
+            stats = {f"{arm}:games": 1, f"{arm}:wins": int(state.won), f"{arm}:{block}:games": 1,
+                     f"{arm}:{block}:wins": int(state.won)}
+            participant["last_seen"] = time.time()
+            self.store.commit(participant=participant, game=(state, record), stats=stats, study_id=record["study"],
+                              events=[self._event_for(state, record, event)])
+        return self.view(*who)
+
+    def _answer(self, state: GameState, record: dict, question: str, for_every: tuple[str, ...],
+                for_secret: tuple[str, ...]):
+        """The agent's round on the game's images, the explanations to show (player-safe) and to log
+        (with grades, no masks), and the answer's grade."""
+        request = RoundRequest([self.pool.image(i) for i in state.images], question, state.secret,
+                               tuple(for_every), tuple(for_secret), seed=len(state.rounds))
+        try:
+            result = self.worker.answer_round(request)
+        except ValueError as error:
+            raise PlayError(str(error)) from error
+        truths: dict[int, GroundTruth] = {}
+
+        def truth(position: int) -> GroundTruth:
+            if position not in truths:
+                i = state.images[position]
+                truths[position] = GroundTruth.for_question(question, self.pool.scene(i), self.pool.masks(i))
+            return truths[position]
+
+        secret_output = result.outputs[state.secret]
+        graded = {"answer": secret_output.answer, "probability": secret_output.probability,
+                  "answered_by": secret_output.answered_by, "truth": truth(state.secret).answer,
+                  "answer_grade": grade_answer(secret_output, truth(state.secret)).label}
+        view_every, logged = {}, []
+        for position, explanations in enumerate(result.for_every_image):
+            view_every[state.tokens[position]] = [_for_player(e) for e in explanations]
+            logged += [_for_log(e, result.outputs[position], truth(position), position, state, False)
+                       for e in explanations]
+        view_secret = [_for_player(e) for e in result.for_the_secret]
+        logged += [_for_log(e, secret_output, truth(state.secret), state.secret, state, True)
+                   for e in result.for_the_secret]
+        shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
+                 if (for_every or for_secret) else None, "log": logged}
+        return result, shown, graded
+
+    # --- views ------------------------------------------------------------------------------------
+
+    def view(self, study_id: str, pid: str) -> dict:
+        participant = self.store.participant(study_id, pid)
+        study, _ = self.store.study(study_id)
+        settings = self._settings(study)
+        modes = self._modes(study, participant["arm"])
+        view = {"stage": participant["stage"],
+                "participant": {"pid": pid, "study": study_id, "kind": study.kind, "arm": participant["arm"],
+                                "game_number": participant["game_number"], "games_total": study.games,
+                                "session": participant["game_number"] // study.games_per_session,
+                                "sessions": study.sessions},
+                "ratings": list(RATINGS),
+                "instructions": {"setting": _public_settings(settings), "modes": list(modes)},
+                "game": None, "questionnaire": QUESTIONNAIRE, "done": None}
+        if participant["stage"] == GAME and participant.get("current_game"):
+            view["game"] = self.game_view(participant["current_game"])
+        if participant["stage"] == DONE:
+            view["done"] = {"completion_code": study.completion_code, "redirect_url": study.redirect_url}
+        return view
+
+    def game_view(self, game_id: str) -> dict:
+        state, record = self.store.game(game_id)
+        view = player_view(state)
+        view["image_urls"] = {t: f"/image/{game_id}/{t}.png" for t in state.tokens}
+        view["modes"] = record["modes"] if not state.settings.explanations_at_will else \
+            list(state.settings.for_every_image + state.settings.for_the_secret + (("nle",) if record.get("nle") else ()))
+        for round_view, explanations in zip(view["rounds"], self.store.round_explanations(game_id)):
+            round_view["explanations"] = explanations
+        return view
+
+    def image_path(self, game_id: str, token: str):
+        found = self.store.game(game_id)
+        if found is None or token not in found[0].tokens:
+            return None
+        state, _ = found
+        return self.pool.image_path(state.images[state.tokens.index(token)])
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _participant(self, who: tuple[str, str], stage: str, doing: str) -> dict:
+        participant = self.store.participant(*who)
+        if participant is None:
+            raise PlayError("join the study first")
+        if participant["stage"] != stage:
+            raise PlayError(f"cannot {doing} now")
+        return participant
+
+    def _game(self, participant: dict, game_id: str) -> tuple[GameState, dict]:
+        if game_id != participant.get("current_game"):
+            raise PlayError("that is not your current game")
+        found = self.store.game(game_id)
+        if found is None:
+            raise PlayError("unknown game")
+        return found
+
+    def _settings(self, study: StudyConfig) -> GameSettings:
+        return settings_named(study.kind, **study.settings)
+
+    def _modes(self, study: StudyConfig, arm: str) -> tuple[str, ...]:
+        if study.kind == "at-will":
+            settings = self._settings(study)
+            return settings.for_every_image + settings.for_the_secret + (("nle",) if study.nle else ())
+        return arm_modes(arm)
+
+    @staticmethod
+    def _event(kind: str, participant: dict, **payload) -> dict:
+        return {"type": kind, "time": time.time(), "study": participant["study"], "participant": participant["pid"],
+                "game": participant.get("current_game") or "", **payload}
+
+    @staticmethod
+    def _event_for(state: GameState, record: dict, event: dict) -> dict:
+        return {**event, "time": time.time(), "study": record["study"], "participant": record["pid"],
+                "game": state.game_id, "arm": record["arm"], "game_number": record["game_number"]}
+
+
+def _for_player(explanation) -> dict:
+    return {"explainer": explanation.explainer, "kind": explanation.kind, "payload": explanation.payload}
+
+
+def _for_log(explanation, output, truth: GroundTruth, position: int, state: GameState, for_secret: bool) -> dict:
+    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
+    (they are the agent's deterministic output and would make every event ~100 KB)."""
+    payload = explanation.payload
+    if explanation.kind == "attention":
+        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
+    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
+            "is_secret": position == state.secret, "for_the_secret": for_secret,
+            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
+            "payload": payload}
+
+
+def _public_settings(settings: GameSettings) -> dict:
+    return settings.to_dict()

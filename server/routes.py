@@ -1,0 +1,232 @@
+"""HTTP routes: the game and rating pages, game images, the raters' API, the admin pages (behind the
+admin token), export downloads and /healthz. Admin pages are server-rendered and refresh themselves."""
+from __future__ import annotations
+
+import hmac
+import io
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template_string, request, send_file
+
+from game.study import StudyConfig
+
+from .export import FORMATS, write_export
+from .rating_task import RatingError
+from .schemas import ID
+
+FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
+pages = Blueprint("pages", __name__)
+
+
+def services():
+    return current_app.extensions["exag"]
+
+
+@pages.after_app_request
+def security_headers(response: Response) -> Response:
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    response.headers.setdefault("Content-Security-Policy",
+                                "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
+                                "connect-src 'self' ws: wss:; script-src 'self'")
+    return response
+
+
+@pages.get("/")
+def game_page():
+    if "study" not in request.args:
+        return redirect(f"/?study={services().config.default_study}")
+    return send_file(FRONTEND / "index.html", max_age=0)
+
+
+@pages.get("/image/<game_id>/<token>.png")
+def game_image(game_id: str, token: str):
+    path = services().play.image_path(game_id, token)
+    if path is None:
+        abort(404)
+    response = send_file(path, mimetype="image/png", max_age=3600, etag=False, last_modified=None, conditional=False)
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@pages.get("/healthz")
+def healthz():
+    s = services()
+    ok = s.store.ping()
+    return jsonify({"ok": ok, "redis": ok, "agent": s.config.agent, "world": str(s.config.world),
+                    "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
+
+
+# --- the rating task -------------------------------------------------------------------------------
+
+@pages.get("/rate")
+def rating_page():
+    return send_file(FRONTEND / "rate.html", max_age=0)
+
+
+def _rater() -> str:
+    rater = request.args.get("rater") if request.method == "GET" else (request.get_json(silent=True) or {}).get("rater")
+    if not isinstance(rater, str) or not ID.fullmatch(rater):
+        raise RatingError("rater must be an id of 1-64 letters, digits, '_', '-' or '.'")
+    return rater
+
+
+@pages.errorhandler(RatingError)
+def rating_error(error):
+    return jsonify({"error": str(error)}), 400
+
+
+@pages.get("/api/rate/next")
+def next_rating_item():
+    item = services().rating.next_item(_rater())
+    return jsonify(item if item is not None else {"done": True})
+
+
+@pages.post("/api/rate")
+def rate_item():
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict) or set(data) != {"rater", "item", "explanation_rating", "answer_rating"} \
+            or not all(isinstance(v, str) for v in data.values()):
+        raise RatingError("send JSON {rater, item, explanation_rating, answer_rating} (all strings)")
+    services().rating.rate(_rater(), data["item"], data["explanation_rating"], data["answer_rating"])
+    return jsonify({"ok": True})
+
+
+@pages.get("/rate/image/<item_id>.png")
+def rating_image(item_id: str):
+    position = services().rating.item_image(item_id)
+    if position is None:
+        abort(404)
+    return send_file(services().pool.image_path(position), mimetype="image/png", max_age=3600)
+
+
+# --- admin -----------------------------------------------------------------------------------------
+
+def _admin() -> None:
+    token = request.args.get("token") or request.headers.get("X-Admin-Token") or request.cookies.get("exag_admin") \
+        or request.form.get("token", "")
+    if not hmac.compare_digest(token.encode(), services().config.admin_token.encode()):
+        abort(403)
+
+
+def _monitor() -> list[dict]:
+    s = services()
+    rows = []
+    for study, status in s.store.studies():
+        participants = s.store.participants(study.study_id)
+        stats = s.store.stats(study.study_id)
+        arms = []
+        for arm in study.arms:
+            games, wins = stats.get(f"{arm}:games", 0), stats.get(f"{arm}:wins", 0)
+            row = {"arm": arm, "participants": sum(p["arm"] == arm for p in participants), "games": games,
+                   "wins": wins, "win_rate": wins / games if games else None}
+            for block in ("without", "with"):
+                g, w = stats.get(f"{arm}:{block}:games", 0), stats.get(f"{arm}:{block}:wins", 0)
+                row[f"win_rate_{block}"] = w / g if g else None
+            arms.append(row)
+        rows.append({"study": study.to_dict(), "status": status, "arms": arms,
+                     "stages": {stage: sum(p["stage"] == stage for p in participants)
+                                for stage in ("consent", "instructions", "game", "questionnaire", "done")},
+                     "participants": sorted(participants, key=lambda p: -p["last_seen"])[:50]})
+    return rows
+
+
+ADMIN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG admin</title>
+<meta http-equiv="refresh" content="10"><style>
+body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}.closed{color:#999}
+form.inline{display:inline}textarea{width:100%;font-family:monospace}</style></head><body>
+<h1>ExAG admin</h1>
+<p>Export all events: {% for f in formats %}<a href="/admin/export.zip?format={{f}}">{{f}}</a> {% endfor %}
+ &middot; <a href="/admin/monitor.json">monitor.json</a> &middot; <a href="/healthz">healthz</a></p>
+{% for s in monitor %}
+<h2 class="{{s.status}}">{{s.study.study_id}} <small>({{s.study.kind}}, {{s.status}})</small></h2>
+<form class="inline" method="post" action="/admin/studies/{{s.study.study_id}}/{{ 'close' if s.status == 'open' else 'open' }}">
+<button>{{ 'Close' if s.status == 'open' else 'Open' }} study</button></form>
+<a href="/?study={{s.study.study_id}}">participant link</a> (add &amp;PROLIFIC_PID=... or &amp;pid=...)
+<p>Stages: {% for k, v in s.stages.items() %}{{k}} {{v}} &middot; {% endfor %}</p>
+<table><tr><th>arm</th><th>participants</th><th>games</th><th>wins</th><th>win rate</th>
+<th>without expl.</th><th>with expl.</th></tr>
+{% for a in s.arms %}<tr><td>{{a.arm}}</td><td>{{a.participants}}</td><td>{{a.games}}</td><td>{{a.wins}}</td>
+<td>{{ '%.0f%%' % (100 * a.win_rate) if a.win_rate is not none else '-' }}</td>
+<td>{{ '%.0f%%' % (100 * a.win_rate_without) if a.win_rate_without is not none else '-' }}</td>
+<td>{{ '%.0f%%' % (100 * a.win_rate_with) if a.win_rate_with is not none else '-' }}</td></tr>{% endfor %}</table>
+<details><summary>Latest participants</summary><table><tr><th>participant</th><th>arm</th><th>stage</th>
+<th>game</th><th>last seen (s ago)</th></tr>
+{% for p in s.participants %}<tr><td>{{p.pid}}</td><td>{{p.arm}}</td><td>{{p.stage}}</td><td>{{p.game_number + 1}}</td>
+<td>{{ '%.0f' % (now - p.last_seen) }}</td></tr>{% endfor %}</table></details>
+{% endfor %}
+<h2>Create a study</h2>
+<form method="post" action="/admin/studies"><p>Study config (JSON; fields: study_id, kind (controlled | at-will), arms,
+sessions, games_per_session, completion_code, redirect_url, nle, choose_arm, settings, title):</p>
+<textarea name="config" rows="8">{{example}}</textarea><p><button>Create</button></p></form>
+{% if message %}<p><b>{{message}}</b></p>{% endif %}
+</body></html>"""
+
+EXAMPLE_STUDY = json.dumps({"study_id": "pilot-1", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"],
+                            "sessions": 4, "games_per_session": 5, "completion_code": "C0DE1234",
+                            "redirect_url": "https://app.prolific.com/submissions/complete?cc=C0DE1234"}, indent=1)
+
+
+def _admin_page(message: str = "", status: int = 200):
+    import time
+
+    response = Response(render_template_string(ADMIN_PAGE, monitor=_monitor(), formats=FORMATS, now=time.time(),
+                                               example=EXAMPLE_STUDY, message=message), status)
+    response.set_cookie("exag_admin", services().config.admin_token, httponly=True, samesite="Strict")
+    return response
+
+
+@pages.get("/admin")
+def admin():
+    _admin()
+    return _admin_page()
+
+
+@pages.get("/admin/monitor.json")
+def admin_monitor():
+    _admin()
+    return jsonify(_monitor())
+
+
+@pages.post("/admin/studies")
+def create_study():
+    _admin()
+    try:
+        study = StudyConfig.from_dict(json.loads(request.form.get("config", "")))
+    except (ValueError, TypeError) as error:
+        return _admin_page(f"Not created: {error}", 400)
+    if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,
+                                                       "config": study.to_dict()}, only_if_new=True):
+        return _admin_page(f"Not created: a study {study.study_id!r} exists already", 409)
+    return redirect("/admin")
+
+
+@pages.post("/admin/studies/<study_id>/<action>")
+def open_or_close_study(study_id: str, action: str):
+    _admin()
+    found = services().store.study(study_id)
+    if found is None or action not in ("open", "close"):
+        abort(404)
+    status = "open" if action == "open" else "closed"
+    services().store.save_study(found[0], status, {"type": f"study_{status}", "study": study_id})
+    return redirect("/admin")
+
+
+@pages.get("/admin/export.zip")
+def export_zip():
+    _admin()
+    fmt = request.args.get("format", "csv")
+    if fmt not in FORMATS:
+        abort(400)
+    events = list(services().store.events())
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in write_export(events, tmp, fmt):
+            archive.write(path, path.name)
+    buffer.seek(0)
+    return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=f"exag-export-{fmt}.zip")
+
