@@ -159,12 +159,8 @@ class Play:
         number = participant["game_number"]
         with self._rng_lock:
             chosen = choose_image_set(self.pool.embeddings, settings.images, settings.difficulty, self._rng)
-            token_bytes = self._rng.bytes(8 * settings.images) if self.config.seed is not None else None
-        if token_bytes is None:
-            tokens = [secrets.token_urlsafe(8) for _ in chosen.images]
-        else:
-            tokens = [token_bytes[8 * i:8 * i + 8].hex() for i in range(settings.images)]
-        game_id = secrets.token_urlsafe(12) if self.config.seed is None else f"g{number}-{tokens[0]}"
+            names = [self._random_name() for _ in range(settings.images + 1)]
+        game_id, tokens = names[0], names[1:]
         shown = with_explanations(study, participant["arm"], number)
         state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
                                       chosen.secret, chosen.difficulty, shown)
@@ -320,6 +316,10 @@ class Play:
         return self.pool.image_path(state.images[state.tokens.index(token)])
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _random_name(self) -> str:
+        """Unguessable in real studies; reproducible when the server is seeded (tests, simulations)."""
+        return secrets.token_hex(8) if self.config.seed is None else self._rng.bytes(8).hex()
 
     def _participant(self, who: tuple[str, str], stage: str, doing: str) -> dict:
         participant = self.store.participant(*who)

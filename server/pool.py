@@ -22,7 +22,7 @@ IMAGE_CACHE = 256          # decoded images kept in memory (a 320x240 image is 2
 
 class GamePool:
     def __init__(self, world: str | Path, agent: VQAAgent, cache_dir: str | Path, progress: bool = False) -> None:
-        self.world = Path(world)
+        self.world = Path(world).resolve()
         scenes_file = self.world / "scenes.json"
         if not scenes_file.exists():
             raise FileNotFoundError(f"{self.world} is not a built world (no scenes.json); build it with "

@@ -1,0 +1,133 @@
+// The game page. The server owns the state (docs/protocol.md): after every message it sends `state`,
+// and render() rebuilds #stage from it with one view per stage. The page keeps only what the server
+// does not need: the selected image, the question being typed, which round's explanations are shown.
+import { createAlert } from "./alert.js";
+import { h } from "./dom.js";
+import * as consent from "./views/consent.js";
+import * as done from "./views/done.js";
+import * as game from "./views/game.js";
+import * as instructions from "./views/instructions.js";
+import * as questionnaire from "./views/questionnaire.js";
+
+const VIEWS = {consent, instructions, game, questionnaire, done};
+const JOIN_PARAMS = ["study", "pid", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId", "arm"];
+const PARTICIPANT_PARAMS = ["pid", "PROLIFIC_PID", "workerId"];
+const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+const ANSWER_TIMEOUT_MS = 30000;   // a request the server never answers stops blocking the page after this
+
+const stage = document.getElementById("stage");
+const {show: showAlert, hide: hideAlert} = createAlert(document.getElementById("alert"));
+const banner = document.getElementById("connection");
+const announcer = document.getElementById("announce");
+
+let current = null;     // the last state from the server
+let busyTimer = null;
+let focusBeforeBusy = null;   // controls are disabled while busy; focus returns here if nothing else takes it
+
+const ctx = {
+  ui: {busy: null},     // busy: the event sent and not yet answered
+  emit(event, payload) {
+    if (!socket.connected) {
+      showAlert("Not connected to the server. Please wait until the connection is back.");
+      return;
+    }
+    hideAlert();
+    focusBeforeBusy = focusKey(document.activeElement);
+    ctx.ui.busy = event;
+    clearTimeout(busyTimer);
+    busyTimer = setTimeout(() => {
+      ctx.ui.busy = null;
+      showAlert("The server did not answer. Please try again.");
+      render();
+    }, ANSWER_TIMEOUT_MS);
+    socket.emit(event, payload);
+    render();
+  },
+  rerender: () => render(),
+  announce(text) {
+    announcer.textContent = text;
+  },
+  alert: (message) => showAlert(message),
+};
+
+function joinPayload() {
+  const params = new URLSearchParams(window.location.search);
+  const payload = {};
+  for (const name of JOIN_PARAMS) if (params.has(name)) payload[name] = params.get(name);
+  return payload;
+}
+
+// Demo players without an id get one from the server; keeping it in the URL makes a refresh resume.
+function rememberPid(state) {
+  const params = new URLSearchParams(window.location.search);
+  if (PARTICIPANT_PARAMS.some((name) => params.has(name))) return;
+  const pid = String((state.participant && state.participant.pid) || "").replace(/^pid:/, "");
+  if (!ID_PATTERN.test(pid)) return;
+  params.set("pid", pid);
+  history.replaceState(null, "", `${window.location.pathname}?${params}${window.location.hash}`);
+}
+
+// Which element had focus, described so that it can be found again in the rebuilt DOM.
+function focusKey(el) {
+  if (!el || el === document.body || !stage.contains(el)) return null;
+  if (el.id) return {id: el.id};
+  for (const attr of ["token", "rating", "round", "key"]) if (el.dataset[attr] !== undefined) return {attr, value: el.dataset[attr]};
+  return null;
+}
+
+function findFocus(key) {
+  if (!key) return null;
+  if (key.id) return document.getElementById(key.id);
+  return [...stage.querySelectorAll(`[data-${key.attr}]`)].find((el) => el.dataset[key.attr] === key.value) || null;
+}
+
+let previous = null;    // the state rendered last time, so that views can tell what changed
+
+function render() {
+  if (!current) return;
+  const view = VIEWS[current.stage];
+  const key = focusKey(document.activeElement) || (ctx.ui.busy ? null : focusBeforeBusy);
+  stage.dataset.stage = current.stage;
+  stage.replaceChildren(view ? view.render(current, ctx) : h("p", {text: `Unknown stage "${current.stage}".`}));
+  const moveTo = view && view.focusTarget ? view.focusTarget(stage, current, previous, ctx) : null;
+  const target = moveTo || (previous && previous.stage !== current.stage ? stage.querySelector("h1") : findFocus(key));
+  if (target && !target.disabled) {
+    target.focus({preventScroll: !moveTo});
+    if (target.tagName === "INPUT" && target.type === "text") target.setSelectionRange(target.value.length, target.value.length);
+  }
+  if (!ctx.ui.busy) focusBeforeBusy = null;
+  previous = current;
+}
+
+const socket = io({transports: ["websocket", "polling"], tryAllTransports: true});
+
+socket.on("connect", () => {
+  banner.hidden = true;
+  socket.emit("join", joinPayload());
+});
+socket.on("disconnect", (reason) => {
+  if (reason !== "io client disconnect") banner.hidden = false;
+});
+socket.on("connect_error", () => {
+  banner.hidden = false;
+  socket.io.opts.transports = ["polling", "websocket"];   // a blocked WebSocket: fall back to the classic upgrade
+});
+socket.on("state", (state) => {
+  clearTimeout(busyTimer);
+  ctx.ui.busy = null;
+  if (VIEWS[state.stage] && VIEWS[state.stage].onState) VIEWS[state.stage].onState(state, current, ctx);
+  current = state;
+  rememberPid(state);
+  render();
+});
+socket.on("error", (error) => {
+  clearTimeout(busyTimer);
+  ctx.ui.busy = null;
+  showAlert(error && typeof error.message === "string" ? error.message : "The server refused that.");
+  render();
+});
+
+document.addEventListener("keydown", (event) => {
+  const view = current && VIEWS[current.stage];
+  if (view && view.onKey) view.onKey(event, current, ctx);
+});

@@ -1,0 +1,192 @@
+// Stage "game": status, image grid, the controls of the current phase (asking, rating, finished),
+// the explanations about the secret image, and the history of rounds.
+import { h, plural } from "../dom.js";
+import { renderExplanation } from "../explanations/index.js";
+import { gridView } from "./grid.js";
+import { historyView } from "./history.js";
+
+const DEFAULT_MAX_QUESTION_CHARS = 300;
+
+// What the page remembers about the current game and the server does not need to know.
+function gameUi(ctx, game) {
+  if (!ctx.ui.game || ctx.ui.game.id !== game.game_id) {
+    ctx.ui.game = {id: game.game_id, selected: null, draft: "", shownRound: null};
+  }
+  return ctx.ui.game;
+}
+
+// The round whose explanations are on screen: the one picked in the history, else the latest one.
+function shownRound(game, ui) {
+  const pick = (index) => (game.rounds[index] && game.rounds[index].explanations ? {index, round: game.rounds[index]} : null);
+  return (ui.shownRound !== null && pick(ui.shownRound)) || pick(game.rounds.length - 1);
+}
+
+export function onState(state, previous, ctx) {
+  const game = state.game;
+  if (!game) return;
+  const ui = gameUi(ctx, game);
+  const before = previous && previous.game && previous.game.game_id === game.game_id ? previous.game.rounds.length : null;
+  if (before !== null && game.rounds.length > before) {
+    ui.draft = "";
+    ui.shownRound = null;
+    ctx.announce(`The agent answered: ${game.rounds[game.rounds.length - 1].answer}`);
+  }
+}
+
+export function render(state, ctx) {
+  const game = state.game;
+  if (!game) return h("section", {}, h("h1", {tabindex: "-1", text: "Preparing the next game…"}));
+  const ui = gameUi(ctx, game);
+  const shown = shownRound(game, ui);
+  return h("div", {class: "game"},
+    statusBar(state, game),
+    h("div", {class: "game-layout"},
+      h("div", {class: "game-main"}, gridView(game, ui, shown, ctx), secretPanel(game, shown)),
+      h("aside", {class: "game-side", "aria-label": "Ask, rate and guess"},
+        latestAnswer(game, ctx), controls(state, game, ui, ctx), historyView(game, ui, shown, ctx))));
+}
+
+function statusBar(state, game) {
+  const p = state.participant || {};
+  const items = [
+    h("span", {class: "stat"}, "Points left ", h("strong", {id: "points", text: String(game.points)})),
+    h("span", {class: "stat", text: `A question costs ${plural(game.question_cost, "point")}`}),
+    h("span", {class: "stat", id: "questions-left", text: `${plural(game.questions_left, "question")} left`}),
+  ];
+  if (game.explanations_at_will) items.push(h("span", {class: "stat", text: `Explanations cost ${plural(game.explanation_cost, "point")} more`}));
+  else if (game.with_explanations) items.push(h("span", {class: "stat highlight", text: "This game shows explanations"}));
+  return h("header", {class: "status-bar"},
+    h("h1", {tabindex: "-1", text: "Find the secret image"}),
+    Number.isInteger(p.game_number) && p.games_total ? h("span", {class: "game-count", id: "game-count",
+      text: `Game ${p.game_number + 1} of ${p.games_total}`}) : null,
+    h("div", {class: "stats"}, items));
+}
+
+function latestAnswer(game, ctx) {
+  const last = game.rounds[game.rounds.length - 1];
+  if (ctx.ui.busy === "ask") {
+    return h("div", {class: "latest thinking", "aria-busy": "true"},
+      h("span", {class: "spinner", "aria-hidden": "true"}), "The agent is thinking…");
+  }
+  if (!last) return null;
+  return h("div", {class: "latest"},
+    h("div", {class: "latest-question"}, "You asked: ", h("q", {text: last.question})),
+    h("div", {class: "latest-answer"}, "The agent says: ", h("strong", {id: "latest-answer", text: last.answer})));
+}
+
+function controls(state, game, ui, ctx) {
+  if (game.phase === "finished") return outcome(state, game, ctx);
+  return h("div", {class: "controls"},
+    game.phase === "rating" ? ratingBox(state, game, ctx) : null,
+    askForm(state, game, ui, ctx),
+    guessBox(game, ui, ctx));
+}
+
+function askForm(state, game, ui, ctx) {
+  const setting = (state.instructions && state.instructions.setting) || {};
+  const busy = Boolean(ctx.ui.busy);
+  const disabled = game.phase !== "asking" || game.questions_left <= 0 || busy;
+  const help = game.phase === "rating" ? "Rate the last answer before you ask again."
+    : game.questions_left <= 0 ? "No questions left: make your guess." : "Press Enter to ask.";
+  const input = h("input", {
+    id: "question", name: "question", type: "text", autocomplete: "off", value: ui.draft, disabled,
+    maxLength: setting.max_question_chars || DEFAULT_MAX_QUESTION_CHARS,
+    placeholder: "e.g. Is there a red cube?", "aria-describedby": "question-help",
+    oninput: (event) => { ui.draft = event.target.value; },
+  });
+  const submit = (event) => {
+    event.preventDefault();
+    const question = input.value.trim();
+    if (!question) return ctx.alert("Type a question first.");
+    ctx.emit("ask", {game_id: game.game_id, question});
+  };
+  return h("form", {class: "ask-form", onsubmit: submit},
+    h("label", {for: "question", text: "Ask a question about the secret image"}),
+    h("div", {class: "ask-row"}, input,
+      h("button", {id: "ask", type: "submit", class: "primary", disabled,
+                   text: ctx.ui.busy === "ask" ? "Asking…" : `Ask (−${plural(game.question_cost, "point")})`})),
+    h("p", {class: "hint", id: "question-help", text: help}));
+}
+
+function ratingBox(state, game, ctx) {
+  const last = game.rounds[game.rounds.length - 1];
+  const busy = Boolean(ctx.ui.busy);
+  const canBuy = game.explanations_at_will && last && !last.explained;
+  return h("div", {class: "rating-box"},
+    canBuy ? h("div", {class: "buy"},
+      h("button", {id: "explain", type: "button", disabled: busy, onclick: () => ctx.emit("explain", {game_id: game.game_id}),
+                   text: ctx.ui.busy === "explain" ? "Getting explanations…" : `Get explanations (costs ${plural(game.explanation_cost, "point")})`}),
+      h("p", {class: "hint", text: "See why the agent answered, before you rate."})) : null,
+    h("fieldset", {class: "rating-group", id: "rating-group"},
+      h("legend", {text: `How helpful was this answer${last && last.explained ? " and its explanations" : ""} for finding the secret image?`}),
+      h("div", {class: "rating-buttons"}, (state.ratings || []).map((rating, i) =>
+        h("button", {type: "button", class: "rating", dataset: {rating}, disabled: busy,
+                     onclick: () => ctx.emit("rate", {game_id: game.game_id, rating})},
+          h("kbd", {"aria-hidden": "true", text: String(i + 1)}), " ", rating))),
+      h("p", {class: "hint", text: "Keys 1–5 choose. A rating is needed before the next question or the guess."})));
+}
+
+function guessBox(game, ui, ctx) {
+  const index = game.images.indexOf(ui.selected);
+  const ready = game.phase === "asking" && index >= 0 && !ctx.ui.busy;
+  const note = game.phase === "rating" ? "Rate the last answer before you guess."
+    : index >= 0 ? `Selected: image ${index + 1}. You have one guess.` : "Select an image, then guess. You have one guess.";
+  return h("div", {class: "guess-box"},
+    h("p", {class: "hint", id: "guess-help", text: note}),
+    h("button", {id: "guess", type: "button", class: "guess", disabled: !ready, "aria-describedby": "guess-help",
+                 onclick: () => ctx.emit("guess", {game_id: game.game_id, image: ui.selected}),
+                 text: ctx.ui.busy === "guess" ? "Guessing…" : "Guess this image"}));
+}
+
+function outcome(state, game, ctx) {
+  const p = state.participant || {};
+  const won = game.won === true;
+  const right = game.guess === game.secret;
+  const message = won ? `You found it! Score: ${plural(game.score, "point")}.`
+    : right ? "Right image, but with no points left the score is 0."
+    : "Not this one. The secret image is outlined in green, your guess in red. Score: 0.";
+  const last = Number.isInteger(p.game_number) && p.games_total && p.game_number + 1 >= p.games_total;
+  return h("div", {class: "controls"},
+    h("div", {id: "outcome", class: `outcome ${won ? "won" : "lost"}`, dataset: {won: String(won)}, tabindex: "-1", role: "status"},
+      h("strong", {text: won ? "You won" : "You lost"}), h("p", {text: message})),
+    h("button", {id: "next-game", type: "button", class: "primary", disabled: Boolean(ctx.ui.busy),
+                 onclick: () => ctx.emit("next_game", {game_id: game.game_id}),
+                 text: last ? "Continue to the last questions" : "Next game"}));
+}
+
+function secretPanel(game, shown) {
+  const list = (shown && shown.round.explanations.for_the_secret) || [];
+  if (!list.length) return null;
+  return h("section", {class: "secret-panel", "aria-labelledby": "secret-title"},
+    h("h2", {id: "secret-title", text: "About the secret image (which one is not revealed)"}),
+    h("p", {class: "hint"}, `For question ${shown.index + 1}: `, h("q", {text: shown.round.question}), " → ",
+      h("strong", {text: shown.round.answer})),
+    h("div", {class: "secret-explanations"}, list.map((e, k) =>
+      renderExplanation(e, {mode: "panel", cacheKey: `${game.game_id}/${shown.index}/secret/${k}`}))));
+}
+
+// Focus follows the game: the rating group when a rating is due, the question box after rating or in a
+// new game, the outcome at the reveal. Otherwise main.js restores the element that had focus.
+export function focusTarget(root, state, previous, ctx) {
+  const game = state.game;
+  if (!game || ctx.ui.busy) return null;
+  const before = previous && previous.stage === "game" && previous.game && previous.game.game_id === game.game_id ? previous.game : null;
+  const last = game.rounds[game.rounds.length - 1];
+  const lastBefore = before && before.rounds[before.rounds.length - 1];
+  if (game.phase === "rating" && (!before || before.phase !== "rating" || (lastBefore && lastBefore.explained !== last.explained))) {
+    return root.querySelector("button.rating");
+  }
+  if (game.phase === "asking" && (!before || before.phase !== "asking")) return root.querySelector("#question");
+  if (game.phase === "finished" && (!before || before.phase !== "finished")) return root.querySelector("#outcome");
+  return null;
+}
+
+export function onKey(event, state, ctx) {
+  const game = state.game;
+  if (!game || game.phase !== "rating" || ctx.ui.busy) return;
+  if (event.altKey || event.ctrlKey || event.metaKey || (event.target.closest && event.target.closest("input, textarea, select"))) return;
+  const rating = (state.ratings || [])[Number(event.key) - 1];
+  if (!/^[1-9]$/.test(event.key) || !rating) return;
+  event.preventDefault();
+  ctx.emit("rate", {game_id: game.game_id, rating});
+}
