@@ -234,7 +234,7 @@ def _export(args: argparse.Namespace) -> int:
     url = args.redis_url
     if url is None:
         embedded = EmbeddedRedis(args.data_dir / "redis")
-        if not embedded.alive() and not (embedded.dir / "appendonlydir").exists():
+        if not embedded.alive() and not embedded.has_data():
             raise FileNotFoundError(f"no game data in {args.data_dir} (no Redis there); pass --data-dir or --redis-url")
         url = embedded.start().url
     try:

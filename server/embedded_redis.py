@@ -48,6 +48,10 @@ class EmbeddedRedis:
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             return False
 
+    def has_data(self) -> bool:
+        """Whether an append-only file is there (redis 6 writes one file, redis 7 a directory)."""
+        return (self.dir / "appendonly.aof").exists() or (self.dir / "appendonlydir").exists()
+
     def start(self) -> "EmbeddedRedis":
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.alive():

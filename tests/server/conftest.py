@@ -86,7 +86,14 @@ class LiveServer:
 
 
 @pytest.fixture(scope="module")
-def live_server(app):
+def live_server(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path_factory):
+    """An app of its own: Flask-SocketIO's test client patches the Socket.IO server it is made for, so
+    real sockets get an app no test client has touched."""
+    root = tmp_path_factory.mktemp("live")
+    app = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, root / "data",
+                                   write_studies(root / "studies")))
     server = LiveServer(app)
+    server.app = app
     yield server
     server.stop()
+    app.extensions["exag"].close()
