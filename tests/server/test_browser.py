@@ -1,0 +1,107 @@
+"""Debian's Chromium, driven by Playwright, plays a whole controlled session (5 games) and an at-will
+game with bought explanations through the real page and server; then the exported events are checked."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from game.settings import RATINGS
+from server.export import tables
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = os.environ.get("EXAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no Chromium (apt-get install chromium)")
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def ask(page, question: str) -> None:
+    rounds = page.locator("#history li.round").count()
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    sync_api.expect(page.locator("#history li.round")).to_have_count(rounds + 1, timeout=TIMEOUT_MS)
+    sync_api.expect(page.locator("button.rating").first).to_be_enabled(timeout=TIMEOUT_MS)
+
+
+def rate(page, rating: str) -> None:
+    page.click(f'button.rating[data-rating="{rating}"]')
+    sync_api.expect(page.locator("#question")).to_be_enabled(timeout=TIMEOUT_MS)
+
+
+def guess_first(page) -> bool:
+    page.locator("button.tile").first.click()
+    page.click("#guess")
+    outcome = page.locator("#outcome")
+    sync_api.expect(outcome).to_be_visible(timeout=TIMEOUT_MS)
+    return outcome.get_attribute("data-won") == "true"
+
+
+def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
+    errors = []
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{live_server.url}/?study=ctl5&pid=browser-1&arm=both")
+    page.click("#consent-agree")
+    page.click("#begin")
+    for number in range(5):
+        sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
+        sync_api.expect(page.locator("button.tile")).to_have_count(5)
+        ask(page, "Is there a red cube?")
+        assert page.locator("#history li.round .answer").last.inner_text().strip() in ("yes", "no")
+        assert page.locator(".explanation").count() == 0          # session 1: without explanations
+        rate(page, RATINGS[number % 5])
+        guess_first(page)
+        page.click("#next-game")
+        sync_api.expect(page.locator("#history li.round")).to_have_count(0)   # the next game is on screen
+    # session 2 shows the arm's explanations (attention and related Q&As) on every image
+    ask(page, "<img src=x onerror=window.__xss=1> how many spheres are there?")
+    assert page.evaluate("window.__xss") is None
+    assert "<img src=x" in page.locator("#history li.round .question").last.inner_text()
+    assert page.locator('.explanation[data-kind="attention"]').count() >= 5
+    assert page.locator('.explanation[data-kind="qa_pairs"]').count() >= 5
+    page.reload()                                                  # a refresh resumes the exact game
+    sync_api.expect(page.locator("#history li.round")).to_have_count(1)
+    sync_api.expect(page.locator("button.rating").first).to_be_enabled()
+    page.keyboard.press("2")                                       # ratings work from the keyboard
+    sync_api.expect(page.locator("#question")).to_be_enabled()
+
+    at_will = browser.new_page(viewport={"width": 1400, "height": 1000})
+    at_will.on("pageerror", lambda error: errors.append(str(error)))
+    at_will.set_default_timeout(TIMEOUT_MS)
+    at_will.goto(f"{live_server.url}/?study=aw&pid=browser-2")
+    at_will.click("#consent-agree")
+    at_will.click("#begin")
+    sync_api.expect(at_will.locator("button.tile")).to_have_count(20)
+    points = at_will.locator("#points").inner_text()
+    ask(at_will, "What color is the large sphere?")
+    at_will.click("#explain")
+    for kind in ("attention", "words", "qa_pairs", "text"):
+        sync_api.expect(at_will.locator(f'.explanation[data-kind="{kind}"]').first).to_be_visible()
+    assert at_will.locator("#points").inner_text() != points
+    rate(at_will, RATINGS[0])
+    won = guess_first(at_will)
+    assert not errors, errors
+
+    events = list(live_server.app.extensions["exag"].store.events())
+    exported = tables(events)
+    games = exported["games"]
+    session = games[(games["participant"] == "pid:browser-1") & games["finished"].notna()]
+    assert len(session) == 5 and not session["with_explanations"].any()
+    rounds = exported["rounds"]
+    mine = rounds[rounds["participant"] == "pid:browser-1"]
+    assert len(mine) == 6 and list(mine["rating"][:5]) == [RATINGS[i] for i in range(5)]
+    assert mine["rating"].iloc[5] == RATINGS[1]
+    aw = games[games["participant"] == "pid:browser-2"].iloc[0]
+    assert bool(aw["won"]) == won and aw["spent"] == 3
+    shown = exported["explanations"]
+    assert set(shown[shown["participant"] == "pid:browser-2"]["explainer"]) == {"attention", "objscene", "relqa", "nle"}
