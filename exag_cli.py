@@ -188,11 +188,13 @@ def _serve(args: argparse.Namespace) -> int:
     from server.config import ServerConfig
 
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
-                          world=_serve_world(args.world), agent=args.agent, admin_token=args.admin_token or "")
+                          world=_serve_world(args.world), agent=args.agent, admin_token=args.admin_token or "",
+                          **({"studies_dir": args.studies} if args.studies else {}))
     app = create_app(config)
     services = app.extensions["exag"]
     base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
-    print(f"\nExAG is ready (agent {config.agent}, world {config.world}, Redis {services.store.redis.connection_pool.connection_kwargs.get('path') or config.redis_url}).")
+    print(f"\nExAG is ready (agent {config.agent}, world {config.world}, "
+          f"Redis {services.redis.url if services.redis else config.redis_url}).")
     print(f"  play (at-will demo):    {base}/?study=demo")
     print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
     print(f"  rating task:            {base}/rate")
@@ -396,6 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"a built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD}, built on first start)")
     serve.add_argument("--agent", default="default", help="agent name or checkpoint directory")
     serve.add_argument("--admin-token", default=None, help="admin token (default: EXAG_ADMIN_TOKEN, else random)")
+    serve.add_argument("--studies", type=Path, default=None,
+                       help="directory of study files to load when new (default: the repo's studies/)")
     serve.add_argument("--log", action="store_true", help="log every HTTP request")
     serve.set_defaults(run=_serve)
 

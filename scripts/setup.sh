@@ -30,3 +30,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$venv/bin/python" -m pip install --quiet -e "$repo[dev]"
     echo "$want" > "$stamp"
 fi
+
+# The browser tests drive the system's Chromium (Playwright's own browser download does not work
+# offline). Install it where we may; elsewhere those tests are skipped with a reason.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing chromium for the browser tests (apt-get)"
+    (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
+        || echo "[setup] could not install chromium; browser tests will be skipped"
+fi

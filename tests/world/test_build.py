@@ -161,3 +161,27 @@ def test_cli_builds_and_draws_a_contact_sheet(tmp_path):
 def test_bad_settings_are_refused(settings):
     with pytest.raises(ValueError):
         WorldConfig(**settings)
+
+
+def test_a_game_world_holds_exactly_the_whole_worlds_val_and_pool(tiny_world, tmp_path):
+    from conftest import TINY_WORLD
+
+    game = build_world(tmp_path / "game", replace(TINY_WORLD, splits=("val", "pool")), workers=1, progress=False)
+    whole_scenes = {s["image_filename"]: s for s in json.loads((tiny_world / "scenes.json").read_text())["scenes"]}
+    game_scenes = json.loads((game / "scenes.json").read_text())["scenes"]
+    assert {"val", "pool"} <= {s["split"] for s in game_scenes}
+    assert "train" not in {s["split"] for s in game_scenes}
+    for scene in game_scenes:
+        assert scene == whole_scenes[scene["image_filename"]]
+        name = scene["image_filename"]
+        assert (game / "images" / name).read_bytes() == (tiny_world / "images" / name).read_bytes()
+    questions = lambda world: [(q["image_filename"], q["question"], q["answer"])   # noqa: E731
+                               for q in json.loads((world / "questions.json").read_text())["questions"]
+                               if q["split"] in ("val", "pool")]
+    assert questions(game) == questions(tiny_world)
+    manifest = json.loads((game / "manifest.json").read_text())
+    assert manifest["settings"]["splits"] == ["val", "pool"]
+    assert world_build.is_built(game, replace(TINY_WORLD, splits=("val", "pool")))
+    assert not world_build.is_built(game, TINY_WORLD)
+    with pytest.raises(ValueError, match="unknown split"):
+        WorldConfig(splits=("holdout",))

@@ -206,6 +206,13 @@ def _assemble(out: Path, work: Path, config: WorldConfig, chunks: list[int]) -> 
         record = json.loads((work / "chunks" / f"{c:05d}.json").read_text())
         scenes.extend(record["scenes"])
         questions.extend(record["questions"])
+    if config.splits is not None:   # chunks at the edge of a wanted split bring some of their neighbours
+        unwanted = [s["image_filename"] for s in scenes if s["split"] not in config.splits]
+        for name in unwanted:
+            for sub in ("images", "masks"):
+                (work / sub / name).unlink(missing_ok=True)
+        scenes = [s for s in scenes if s["split"] in config.splits]
+        questions = [q for q in questions if q["split"] in config.splits]
     for i, q in enumerate(questions):
         q["question_index"] = i
     info = {"name": "ExAG synthetic CLEVR-compatible world", "version": FORMAT_VERSION, "seed": config.seed}
