@@ -64,7 +64,7 @@ PRESETS: dict[str, AgentConfig] = {
     # CNN+LSTM+SA baseline, use_objects=False, stays near 33% here: too weak to be a useful partner.)
     "weak": AgentConfig(epochs=4, max_train_images=3000, attention_supervision=1.0),
     # About 75-80%: the game's default agent, noisy enough that players must learn when to trust it.
-    "medium": AgentConfig(reasoning_steps=2, epochs=8, attention_supervision=1.0),
+    "medium": AgentConfig(reasoning_steps=2, epochs=6, attention_supervision=1.0),
     # At least 95%: the medium agent's network with wider ROI features and a ground-position head,
     # answering parsed questions symbolically on the scene it perceives.
     "strong": AgentConfig(channels=(32, 64, 128), roi_size=4, reasoning_steps=2, symbolic=True, epochs=4,

@@ -165,3 +165,13 @@ def test_arms_and_study_files_are_checked(tmp_path):
     path.write_text('{"study_id": "pilot", "colour": 1}')
     with pytest.raises(ValueError, match="study.json: unknown study fields: colour"):
         load_study(path)
+
+
+def test_studies_override_settings_and_refuse_unknown_ones():
+    from game.study import QUESTIONNAIRE, StudyConfig
+
+    study = StudyConfig.from_dict({"study_id": "s", "kind": "at-will", "sessions": 1, "settings": {"start_points": 30}})
+    assert settings_named(study.kind, **study.settings).start_points == 30
+    with pytest.raises(ValueError, match="settings"):
+        StudyConfig(study_id="s", kind="at-will", sessions=1, settings={"lives": 3})
+    assert len({item["key"] for item in QUESTIONNAIRE}) == len(QUESTIONNAIRE)

@@ -45,14 +45,20 @@ def guess_first(page) -> bool:
     return outcome.get_attribute("data-won") == "true"
 
 
-def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
-    errors = []
+def open_game(browser, url: str, errors: list[str]):
+    """A new page at `url`, through consent and instructions to the first game; page errors collected."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{live_server.url}/?study=ctl5&pid=browser-1&arm=both")
+    page.goto(url)
     page.click("#consent-agree")
     page.click("#begin")
+    return page
+
+
+def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
+    errors = []
+    page = open_game(browser, f"{live_server.url}/?study=ctl5&pid=browser-1&arm=both", errors)
     for number in range(5):
         sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
         sync_api.expect(page.locator("button.tile")).to_have_count(5)
@@ -75,12 +81,7 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     page.keyboard.press("2")                                       # ratings work from the keyboard
     sync_api.expect(page.locator("#question")).to_be_enabled()
 
-    at_will = browser.new_page(viewport={"width": 1400, "height": 1000})
-    at_will.on("pageerror", lambda error: errors.append(str(error)))
-    at_will.set_default_timeout(TIMEOUT_MS)
-    at_will.goto(f"{live_server.url}/?study=aw&pid=browser-2")
-    at_will.click("#consent-agree")
-    at_will.click("#begin")
+    at_will = open_game(browser, f"{live_server.url}/?study=aw&pid=browser-2", errors)
     sync_api.expect(at_will.locator("button.tile")).to_have_count(20)
     points = at_will.locator("#points").inner_text()
     ask(at_will, "What color is the large sphere?")

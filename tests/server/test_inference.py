@@ -1,0 +1,68 @@
+"""The inference worker batches rounds of different games into one agent call, and a batched round
+gets exactly what it would get alone."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from server.inference import InferenceWorker, RoundRequest
+from vqa_agent.agent import VQAAgent
+
+
+@pytest.fixture(scope="module")
+def worker(tiny_agent_dir, agent_world, tiny_nle_dir):
+    agent = VQAAgent.from_pretrained(tiny_agent_dir)
+    worker = InferenceWorker(agent, {"relqa": {"world": agent_world, "min_bank": 50, "progress": False},
+                                     "nle": {"model": tiny_nle_dir}}, max_batch_rounds=8, max_wait_ms=200)
+    yield worker
+    worker.close()
+
+
+def close(a, b, tolerance: float = 1e-3) -> bool:
+    """Equal up to float noise (a batch pads questions to a common length, which moves the last digits)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k], tolerance) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(close(x, y, tolerance) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= tolerance * max(1.0, abs(a), abs(b))
+    return a == b
+
+
+def images_of(world, n: int, offset: int) -> list[np.ndarray]:
+    paths = sorted((world / "images").glob("*.png"))[offset:offset + n]
+    return [np.asarray(Image.open(p).convert("RGB")) for p in paths]
+
+
+def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(worker, agent_world):
+    assert not worker.unavailable
+    requests = [RoundRequest(images_of(agent_world, 5, 5 * g), q, secret=g % 5, for_every_image=("attention",),
+                             for_the_secret=("objscene", "relqa", "nle"))
+                for g, q in enumerate(["is there a red cube?", "how many spheres are there?",
+                                       "what color is the large cylinder?", "is there a metal thing?"])]
+    results = [None] * len(requests)
+
+    def play(i):
+        results[i] = worker.answer_round(requests[i])
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(requests))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert max(r.batch_rounds for r in results) > 1
+    for request, batched in zip(requests, results):
+        alone = worker.answer_round(request)
+        assert [o.answer for o in batched.outputs] == [o.answer for o in alone.outputs]
+        assert close([[e.payload for e in es] for es in batched.for_every_image],
+                     [[e.payload for e in es] for es in alone.for_every_image])
+        assert close([e.payload for e in batched.for_the_secret], [e.payload for e in alone.for_the_secret])
+        assert [e.kind for e in batched.for_the_secret] == ["words", "qa_pairs", "text"]
+
+
+def test_unknown_explainers_are_refused(worker, agent_world):
+    with pytest.raises(ValueError, match="not available"):
+        worker.answer_round(RoundRequest(images_of(agent_world, 2, 0), "is there a cube?", 0, ("telepathy",)))
