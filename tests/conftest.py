@@ -5,20 +5,15 @@ import pytest
 
 from vqa_agent.config import preset
 from vqa_agent.train import train_agent
-from vqa_agent.world.build import WorldConfig, build_world
+from vqa_agent.world.build import build_world
 
-TINY_WORLD = WorldConfig(images=30, pool=10, chunk_size=10, questions_per_image=6,
-                         explanations_per_question=3, seed=7)
+from tiny_worlds import AGENT_WORLD, TINY_WORLD
 
 
 @pytest.fixture(scope="session")
 def tiny_world(tmp_path_factory):
     return build_world(tmp_path_factory.mktemp("world"), TINY_WORLD, workers=1, progress=False)
 
-
-# Enough images for the tiny agent to learn something in about 20 seconds.
-AGENT_WORLD = WorldConfig(images=300, pool=20, chunk_size=50, questions_per_image=10,
-                          explanations_per_question=2, seed=11)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import server_config, write_studies
+from server_setup import server_config, write_studies
 from socket_player import Player, started
 
 from game.settings import RATINGS

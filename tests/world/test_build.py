@@ -69,7 +69,7 @@ def test_dataset_items(tiny_world):
 
 
 def test_rebuild_with_same_settings_does_nothing(tiny_world):
-    from conftest import TINY_WORLD
+    from tiny_worlds import TINY_WORLD
     before = {p: p.stat().st_mtime_ns for p in tiny_world.glob("*.json")}
     build_world(tiny_world, TINY_WORLD, workers=1, progress=False)
     assert {p: p.stat().st_mtime_ns for p in tiny_world.glob("*.json")} == before
@@ -164,7 +164,7 @@ def test_bad_settings_are_refused(settings):
 
 
 def test_a_game_world_holds_exactly_the_whole_worlds_val_and_pool(tiny_world, tmp_path):
-    from conftest import TINY_WORLD
+    from tiny_worlds import TINY_WORLD
 
     game = build_world(tmp_path / "game", replace(TINY_WORLD, splits=("val", "pool")), workers=1, progress=False)
     whole_scenes = {s["image_filename"]: s for s in json.loads((tiny_world / "scenes.json").read_text())["scenes"]}
