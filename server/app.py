@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from flask import Flask
 from flask_socketio import SocketIO
 
@@ -56,6 +57,8 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         embedded = EmbeddedRedis(config.data_dir / "redis").start()
         url = embedded.url
     store = Store.connect(url)
+    if config.inference_threads:
+        torch.set_num_threads(config.inference_threads)
     try:
         agent = VQAAgent.from_pretrained(config.agent)
         options = {"relqa": {"world": config.world, "progress": config.progress}}

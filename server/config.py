@@ -28,6 +28,7 @@ class ServerConfig:
     # inference batching (LitServe-style: one place, next to the predict step in inference.py)
     max_batch_rounds: int = 8          # game rounds answered in one agent call
     max_wait_ms: float = 5.0           # how long a round waits for others to batch with
+    inference_threads: int = 1         # torch CPU threads: one keeps tail latency low beside the web threads
     # flood control, per connection
     max_events_per_second: float = 10.0
     event_burst: int = 20
