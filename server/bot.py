@@ -5,6 +5,7 @@ the messages the browser sends) and report outcomes and the ask-to-answer times 
 """
 from __future__ import annotations
 
+import json
 import queue
 import secrets
 import time
@@ -29,7 +30,7 @@ class Bot:
     def __init__(self, url: str, study: str, pid: str, arm: str | None = None) -> None:
         self.replies: queue.Queue = queue.Queue()
         self.client = socketio.Client(reconnection=False)
-        self.client.on("state", lambda state: self.replies.put(("state", state)))
+        self.client.on("state", lambda text: self.replies.put(("state", json.loads(text))))
         self.client.on("error", lambda error: self.replies.put(("error", error)))
         self.client.connect(url, transports=["websocket"], wait_timeout=30)
         self.errors: list[dict] = []

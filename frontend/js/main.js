@@ -112,7 +112,9 @@ socket.on("connect_error", () => {
   banner.hidden = false;
   socket.io.opts.transports = ["polling", "websocket"];   // a blocked WebSocket: fall back to the classic upgrade
 });
-socket.on("state", (state) => {
+// The server sends the state as JSON text (see docs/protocol.md: cheaper than Socket.IO's object walk).
+socket.on("state", (data) => {
+  const state = typeof data === "string" ? JSON.parse(data) : data;
   clearTimeout(busyTimer);
   ctx.ui.busy = null;
   if (VIEWS[state.stage] && VIEWS[state.stage].onState) VIEWS[state.stage].onState(state, current, ctx);

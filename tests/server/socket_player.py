@@ -1,6 +1,8 @@
 """A participant driving the game through Flask-SocketIO's test client."""
 from __future__ import annotations
 
+import json
+
 
 class Player:
     def __init__(self, client) -> None:
@@ -15,7 +17,7 @@ class Player:
             self.client.emit(event, payload)
         received = self.client.get_received()
         errors = [m["args"][0] for m in received if m["name"] == "error"]
-        states = [m["args"][0] for m in received if m["name"] == "state"]
+        states = [json.loads(m["args"][0]) for m in received if m["name"] == "state"]
         if states:
             self.state = states[-1]
         if errors:
