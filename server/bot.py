@@ -18,6 +18,7 @@ from game.players import SimplePlayer
 
 DEMO_STUDIES = {"at-will": "demo", "controlled": "demo-controlled"}
 REPLY_TIMEOUT_S = 60
+MIN_INTERVAL_S = 0.15     # the server refuses floods (ServerConfig.max_events_per_second); bots stay polite
 
 
 class BotError(RuntimeError):
@@ -34,6 +35,7 @@ class Bot:
         self.client.on("error", lambda error: self.replies.put(("error", error)))
         self.client.connect(url, transports=["websocket"], wait_timeout=30)
         self.errors: list[dict] = []
+        self._last_sent = 0.0
         join = {"study": study, "pid": pid}
         if arm is not None:
             join["arm"] = arm
@@ -42,6 +44,8 @@ class Bot:
     def send(self, event: str, payload: dict) -> dict:
         while not self.replies.empty():        # drop stale replies
             self.replies.get_nowait()
+        time.sleep(max(0.0, self._last_sent + MIN_INTERVAL_S - time.monotonic()))
+        self._last_sent = time.monotonic()
         self.client.emit(event, payload)
         while True:
             try:
