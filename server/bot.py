@@ -36,6 +36,7 @@ class Bot:
         self.client.connect(url, transports=["websocket"], wait_timeout=30)
         self.errors: list[dict] = []
         self._last_sent = 0.0
+        self.last_reply_ms = 0.0
         join = {"study": study, "pid": pid}
         if arm is not None:
             join["arm"] = arm
@@ -46,6 +47,7 @@ class Bot:
             self.replies.get_nowait()
         time.sleep(max(0.0, self._last_sent + MIN_INTERVAL_S - time.monotonic()))
         self._last_sent = time.monotonic()
+        sent = time.perf_counter()
         self.client.emit(event, payload)
         while True:
             try:
@@ -56,6 +58,7 @@ class Bot:
                 self.errors.append(data)
                 raise BotError(f"{event} refused: {data['message']}")
             self.state = data
+            self.last_reply_ms = (time.perf_counter() - sent) * 1000   # emit to state, without the pacing
             return data
 
     def close(self) -> None:
@@ -81,13 +84,11 @@ def play_games(url: str, games: int, setting: str, arm: str | None = None, study
             game = bot.state["game"]
             gid = game["game_id"]
             while player.wants_question(game):
-                started = time.perf_counter()
                 game = bot.send("ask", {"game_id": gid, "question": player.question()})["game"]
-                ask_ms.append((time.perf_counter() - started) * 1000)
+                ask_ms.append(bot.last_reply_ms)
                 if player.wants_explanations(game):
-                    started = time.perf_counter()
                     game = bot.send("explain", {"game_id": gid})["game"]
-                    explain_ms.append((time.perf_counter() - started) * 1000)
+                    explain_ms.append(bot.last_reply_ms)
                 game = bot.send("rate", {"game_id": gid, "rating": player.rating()})["game"]
             game = bot.send("guess", {"game_id": gid, "image": player.guess(game)})["game"]
             per_game.append({"game_id": gid, "won": game["won"], "score": game["score"], "questions": len(game["rounds"]),
