@@ -3,6 +3,7 @@ on the same data directory resumes the player's exact game."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 from server_setup import server_config, write_studies
 from socket_player import Player, started
@@ -70,7 +71,7 @@ def test_export_command_writes_tidy_tables_from_a_stopped_server(tiny_agent_dir,
     for fmt, read in (("csv", pd.read_csv), ("jsonl", lambda p: pd.read_json(p, lines=True)),
                       ("parquet", pd.read_parquet)):
         out = tmp_path / f"export-{fmt}"
-        result = subprocess.run(["exag", "export", "--format", fmt, "--out", str(out), "--data-dir", str(tmp_path / "data")],
+        result = subprocess.run([sys.executable, "-m", "exag_cli", "export", "--format", fmt, "--out", str(out), "--data-dir", str(tmp_path / "data")],
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         games, rounds, ratings = (read(out / f"{name}.{fmt}") for name in ("games", "rounds", "ratings"))
@@ -82,6 +83,6 @@ def test_export_command_writes_tidy_tables_from_a_stopped_server(tiny_agent_dir,
         explanations = read(out / f"explanations.{fmt}")
         assert len(explanations) == 2 * 2 * 5 and set(explanations["explainer"]) == {"relqa"}
         assert (out / "events.jsonl").exists()
-    missing = subprocess.run(["exag", "export", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nothing")],
+    missing = subprocess.run([sys.executable, "-m", "exag_cli", "export", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nothing")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "no game data" in missing.stderr
