@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -200,10 +201,12 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"  rating task:            {base}/rate")
     print(f"  admin:                  {base}/admin?token={config.admin_token}")
     print("Stop with Ctrl-C.", flush=True)
+    # a terminate (service managers, benchmarks) ends like Ctrl-C, so the private Redis stops too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
         app.extensions["socketio"].run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True,
                                        log_output=args.log)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         services.close()
@@ -211,6 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _bot(args: argparse.Namespace) -> int:
+    from experiments.benchmark import write_report
     from game.players import SimplePlayer
     from server.bot import play_games
 
@@ -221,9 +225,7 @@ def _bot(args: argparse.Namespace) -> int:
           f"{report['ask_to_answer_ms'].get('p95', float('nan')):.0f} ms")
     for error in report["errors"]:
         print(f"  error: {error}", file=sys.stderr)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 1 if report["errors"] else 0
 
 

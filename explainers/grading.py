@@ -54,7 +54,11 @@ class GroundTruth:
 
     @classmethod
     def for_question(cls, question: str, scene: Scene, masks: np.ndarray) -> "GroundTruth":
-        program = parse_program(question)
+        return cls.for_program(parse_program(question), scene, masks)
+
+    @classmethod
+    def for_program(cls, program: Program | None, scene: Scene, masks: np.ndarray) -> "GroundTruth":
+        """The same for an already parsed question (one parse serves every image of a round)."""
         answer = None
         if program is not None:
             try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +45,3 @@ class ServerConfig:
             self.secret_key = os.environ.get("EXAG_SECRET_KEY") or secrets.token_hex(32)
         if self.redis_url is None:
             self.redis_url = os.environ.get("REDIS_URL") or None
-
-    def with_(self, **changes) -> "ServerConfig":
-        return replace(self, **changes)

@@ -117,9 +117,3 @@ def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -
         connections.pop(request.sid, None)
         last_refusal_logged.pop(request.sid, None)
         throttle.forget(request.sid)
-
-    @socketio.on_error_default
-    def on_error(error):   # anything a handler above did not catch
-        log.exception("socket error: %s", error)
-        emit("error", {"event": request.event.get("message", "?") if hasattr(request, "event") else "?",
-                       "message": "something went wrong on the server; your game is unchanged"})

@@ -187,9 +187,7 @@ class Play:
                                                  tuple(record["modes"]) if controlled_explanations else (), ())
             answer = result.outputs[state.secret].answer
             state, event = rules.ask(state, question, answer)
-            program = parse_program(text)
-            event.update(round=len(state.rounds) - 1, program=program_to_json(program) if program else None,
-                         parsed=program is not None, **graded, explanations=shown["log"],
+            event.update(round=len(state.rounds) - 1, **graded, explanations=shown["log"],
                          inference_ms=result.seconds * 1000, batch_rounds=result.batch_rounds,
                          ask_to_answer_ms=(time.perf_counter() - started) * 1000)
             participant["last_seen"] = time.time()
@@ -202,10 +200,8 @@ class Play:
             participant = self._participant(who, GAME, "get explanations")
             state, record = self._game(participant, payload["game_id"])
             rules.buy_explanations(state)          # refuses before any work
-            settings = state.settings
-            for_secret = settings.for_the_secret + (("nle",) if record.get("nle") else ())
-            result, shown, graded = self._answer(state, record, state.rounds[-1].question,
-                                                 settings.for_every_image, for_secret)
+            result, shown, _ = self._answer(state, record, state.rounds[-1].question, state.settings.for_every_image,
+                                            _for_the_secret(state.settings, record["nle"]))
             state, event = rules.buy_explanations(state)
             event.update(explanations=shown["log"], inference_ms=result.seconds * 1000)
             participant["last_seen"] = time.time()
@@ -239,30 +235,32 @@ class Play:
             stats = {f"{arm}:games": 1, f"{arm}:wins": int(state.won), f"{arm}:{block}:games": 1,
                      f"{arm}:{block}:wins": int(state.won)}
             participant["last_seen"] = time.time()
-            self.store.commit(participant=participant, game=(state, record), stats=stats, study_id=record["study"],
+            self.store.commit(participant=participant, game=(state, record), stats=stats,
                               events=[self._event_for(state, record, event)])
         return self.view(*who)
 
     def _answer(self, state: GameState, record: dict, question: str, for_every: tuple[str, ...],
                 for_secret: tuple[str, ...]):
         """The agent's round on the game's images, the explanations to show (player-safe) and to log
-        (with grades, no masks), and the answer's grade."""
+        (with grades, no masks), and the parsed question with the answer's grade."""
         request = RoundRequest([self.pool.image(i) for i in state.images], question, state.secret,
                                tuple(for_every), tuple(for_secret), seed=len(state.rounds))
         try:
             result = self.worker.answer_round(request)
         except ValueError as error:
             raise PlayError(str(error)) from error
+        program = parse_program(question)
         truths: dict[int, GroundTruth] = {}
 
         def truth(position: int) -> GroundTruth:
             if position not in truths:
                 i = state.images[position]
-                truths[position] = GroundTruth.for_question(question, self.pool.scene(i), self.pool.masks(i))
+                truths[position] = GroundTruth.for_program(program, self.pool.scene(i), self.pool.masks(i))
             return truths[position]
 
         secret_output = result.outputs[state.secret]
-        graded = {"answer": secret_output.answer, "probability": secret_output.probability,
+        graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
+                  "answer": secret_output.answer, "probability": secret_output.probability,
                   "answered_by": secret_output.answered_by, "truth": truth(state.secret).answer,
                   "answer_grade": grade_answer(secret_output, truth(state.secret)).label}
         view_every, logged = {}, []
@@ -290,7 +288,7 @@ class Play:
                                 "session": participant["game_number"] // study.games_per_session,
                                 "sessions": study.sessions},
                 "ratings": list(RATINGS),
-                "instructions": {"setting": _public_settings(settings), "modes": list(modes)},
+                "instructions": {"setting": settings.to_dict(), "modes": list(modes)},
                 "game": None, "questionnaire": QUESTIONNAIRE, "done": None}
         if participant["stage"] == GAME and participant.get("current_game"):
             view["game"] = self.game_view(participant["current_game"])
@@ -302,8 +300,7 @@ class Play:
         state, record = self.store.game(game_id)
         view = player_view(state)
         view["image_urls"] = {t: f"/image/{game_id}/{t}.png" for t in state.tokens}
-        view["modes"] = record["modes"] if not state.settings.explanations_at_will else \
-            list(state.settings.for_every_image + state.settings.for_the_secret + (("nle",) if record.get("nle") else ()))
+        view["modes"] = record["modes"]
         for round_view, explanations in zip(view["rounds"], self.store.round_explanations(game_id)):
             round_view["explanations"] = explanations
         return view
@@ -343,7 +340,7 @@ class Play:
     def _modes(self, study: StudyConfig, arm: str) -> tuple[str, ...]:
         if study.kind == "at-will":
             settings = self._settings(study)
-            return settings.for_every_image + settings.for_the_secret + (("nle",) if study.nle else ())
+            return settings.for_every_image + _for_the_secret(settings, study.nle)
         return arm_modes(arm)
 
     @staticmethod
@@ -355,6 +352,11 @@ class Play:
     def _event_for(state: GameState, record: dict, event: dict) -> dict:
         return {**event, "time": time.time(), "study": record["study"], "participant": record["pid"],
                 "game": state.game_id, "arm": record["arm"], "game_number": record["game_number"]}
+
+
+def _for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
+    """At-will: the explainers run on the secret image when explanations are bought."""
+    return settings.for_the_secret + (("nle",) if nle else ())
 
 
 def _for_player(explanation) -> dict:
@@ -371,7 +373,3 @@ def _for_log(explanation, output, truth: GroundTruth, position: int, state: Game
             "is_secret": position == state.secret, "for_the_secret": for_secret,
             "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
             "payload": payload}
-
-
-def _public_settings(settings: GameSettings) -> dict:
-    return settings.to_dict()

@@ -10,6 +10,9 @@ from threading import Lock
 
 import numpy as np
 from PIL import Image
+from tqdm import tqdm
+
+from explainers.relqa_index import agent_fingerprint
 
 from vqa_agent.agent import VQAAgent
 from vqa_agent.world.build import POOL_SPLIT
@@ -68,8 +71,6 @@ class GamePool:
         return load_mask_png(self.world / "masks" / self.filenames[i])
 
     def _embeddings(self, agent: VQAAgent, cache_dir: Path, progress: bool) -> np.ndarray:
-        from explainers.relqa_index import agent_fingerprint
-
         key = hashlib.sha256((agent_fingerprint(agent) + "\n".join(self.filenames) + str(self.world.resolve()))
                              .encode()).hexdigest()[:16]
         path = cache_dir / f"pool-embeddings-{key}.npy"
@@ -77,8 +78,6 @@ class GamePool:
             embeddings = np.load(path)
             if embeddings.shape[0] == len(self):
                 return embeddings
-        from tqdm import tqdm
-
         parts = []
         for start in tqdm(range(0, len(self), 64), desc="embedding the game pool", disable=not progress):
             batch = [self.image(i) for i in range(start, min(start + 64, len(self)))]

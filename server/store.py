@@ -105,9 +105,10 @@ class Store:
 
     def commit(self, *, participant: dict | None = None, game: tuple[GameState, dict] | None = None,
                new_round: dict | None | bool = False, set_round: tuple[int, dict] | None = None,
-               events: list[dict] = (), stats: dict[str, int] | None = None, study_id: str | None = None) -> None:
+               events: list[dict] = (), stats: dict[str, int] | None = None) -> None:
         """Writes the changed state and appends its events in one transaction.
-        new_round: the explanations shown with a new round (None = none; False = no new round)."""
+        new_round: the explanations shown with a new round (None = none; False = no new round).
+        stats: counters to add to the game's study statistics (win rates by arm)."""
         pipe = self.redis.pipeline(transaction=True)
         if participant is not None:
             key = self._participant_key(participant["study"], participant["pid"])
@@ -122,7 +123,7 @@ class Store:
                 pipe.lset(f"exag:game:{state.game_id}:explanations", set_round[0], _json(set_round[1]))
         if stats:
             for field, amount in stats.items():
-                pipe.hincrby(f"exag:stats:{study_id}", field, amount)
+                pipe.hincrby(f"exag:stats:{game[1]['study']}", field, amount)
         for event in events:
             self.add_event(pipe, event)
         pipe.execute()

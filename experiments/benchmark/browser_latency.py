@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from experiments.benchmark import write_report
 
 QUESTIONS = ["Is there a red cube?", "How many spheres are there?", "What color is the large cylinder?",
              "Is there a metal sphere?", "Are there more cubes than cylinders?", "What shape is the small green thing?",
@@ -159,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("controlled_without_explanations", "controlled_with_explanations", "at_will_ask", "at_will_explanations"):
         r = results[key]
         print(f"{key:34s} p50 {r.get('p50_ms', float('nan')):6.0f} ms  p95 {r.get('p95_ms', float('nan')):6.0f} ms  (n={r['n']})")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    write_report(args.json, results)
     return 0
 
 

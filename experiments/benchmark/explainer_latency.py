@@ -13,7 +13,6 @@ Rounds are timed the way the game runs them: the round's images are looked at wh
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from PIL import Image
 from explainers import EXPLAINERS, ExplanationRequest, load_explainer
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
+from experiments.benchmark import write_report
 
 ROUNDS = {"controlled": (5, ["attention", "relqa"], []),                  # N, for every image, for the secret
           "at_will": (20, ["attention"], ["objscene", "relqa", "nle"])}
@@ -106,9 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in report["rounds"].items():
         print(f"  {name:>12}: p50 {value['p50_ms']:6.1f} ms   p95 {value['p95_ms']:6.1f} ms  "
               f"(round of {value['images']} images; budget p95 <= {budgets[name]} ms)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import random
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ from explainers.base import ExplanationRequest
 from explainers.nle import NLEExplainer
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
+from experiments.benchmark import write_report
 
 AGENT_BATCH = 256            # questions answered per agent call (about 25 images)
 LATENCY_REQUESTS = 50        # single-request explanations timed
@@ -258,9 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     report = benchmark_nle(args.agent, args.world, args.model, args.max_items, bertscore=not args.no_bertscore)
     print_report(report)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
 
 
 if __name__ == "__main__":

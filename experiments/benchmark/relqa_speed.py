@@ -16,7 +16,6 @@ long tails (multi-threaded kernels wait for a preempted thread); --threads 1 mak
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -30,6 +29,7 @@ from explainers.objscene import ObjSceneExplainer
 from explainers.relqa import MIN_BANK, RelQAExplainer
 from explainers.relqa_index import load_or_build_index
 from vqa_agent.agent import VQAAgent, as_rgb_array
+from experiments.benchmark import write_report
 
 QUESTIONS = ["is there a red cube?", "how many spheres are there?", "what color is the big cylinder?",
              "is the cube left of the ball?", "are there more cubes than spheres?", "what is the small ball made of?",
@@ -124,9 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     for key, value in report.items():
         if isinstance(value, dict) and "p50_ms" in value:
             print(f"  {key:>32}: p50 {value['p50_ms']:7.2f} ms   p95 {value['p95_ms']:7.2f} ms")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables, prepare_split
 from vqa_agent.evaluate import evaluate
+from experiments.benchmark import write_report
 
 
 def benchmark_vqa(agent_name: str, world: Path, progress: bool = True) -> dict:
@@ -45,9 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     report = benchmark_vqa(args.agent, args.world)
     print_report(report)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
 
 
 if __name__ == "__main__":

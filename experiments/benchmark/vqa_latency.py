@@ -9,7 +9,6 @@ question-dependent part runs. DESIGN.md's budget: p50 <= 40 ms for 20 images on 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import torch
 from vqa_agent.agent import VQAAgent
 from vqa_agent.world.render import render
 from vqa_agent.world.scene import generate_scene
+from experiments.benchmark import write_report
 
 QUESTIONS = ["is there a red cube?", "how many spheres are there?", "what color is the big cylinder?",
              "is the cube left of the ball?", "are there more cubes than spheres?", "what is in the image?"]
@@ -60,9 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     for key, value in report.items():
         if isinstance(value, dict):
             print(f"  {key:>8}: p50 {value['p50_ms']:6.1f} ms   p95 {value['p95_ms']:6.1f} ms")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
 
 
 if __name__ == "__main__":
