@@ -11,7 +11,7 @@ import threading
 import time
 
 from flask import request
-from flask_socketio import SocketIO, emit, join_room
+from flask_socketio import SocketIO, emit, join_room, leave_room
 from redis.exceptions import LockError
 
 from game.rules import RuleError
@@ -86,6 +86,8 @@ def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -
                     old = connections.get(sid)
                     connections[sid] = who
                     if old != who:
+                        if old is not None:
+                            leave_room(room_of(old))
                         join_room(room_of(who))
                     emit("state", as_text(view), to=room_of(who))
                     if message:
@@ -110,7 +112,11 @@ def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -
 
     @socketio.on("*")
     def unknown(event, *args):
-        refuse(str(event)[:64], f"unknown event {str(event)[:64]!r}", "unknown")
+        name = str(event)[:64]
+        if not throttle.allow(request.sid):
+            refuse(name, "too many messages; please slow down", "unknown", flood=True)
+            return
+        refuse(name, f"unknown event {name!r}", "unknown")
 
     @socketio.on("disconnect")
     def disconnect(*args):

@@ -28,7 +28,7 @@ from .inference import InferenceWorker, RoundRequest
 from .pool import GamePool
 from .store import Store
 
-CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
+STAGES = CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 
 

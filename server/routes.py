@@ -14,6 +14,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, redirect, re
 from game.study import StudyConfig
 
 from .export import FORMATS, write_export
+from .play import STAGES
 from .rating_task import RatingError
 from .schemas import ID
 
@@ -123,16 +124,15 @@ def _monitor() -> list[dict]:
         stats = s.store.stats(study.study_id)
         arms = []
         for arm in study.arms:
-            games, wins = stats.get(f"{arm}:games", 0), stats.get(f"{arm}:wins", 0)
-            row = {"arm": arm, "participants": sum(p["arm"] == arm for p in participants), "games": games,
-                   "wins": wins, "win_rate": wins / games if games else None}
-            for block in ("without", "with"):
-                g, w = stats.get(f"{arm}:{block}:games", 0), stats.get(f"{arm}:{block}:wins", 0)
-                row[f"win_rate_{block}"] = w / g if g else None
+            row = {"arm": arm, "participants": sum(p["arm"] == arm for p in participants),
+                   "games": stats.get(f"{arm}:games", 0), "wins": stats.get(f"{arm}:wins", 0)}
+            for name, prefix in (("win_rate", arm), ("win_rate_without", f"{arm}:without"),
+                                 ("win_rate_with", f"{arm}:with")):
+                games = stats.get(f"{prefix}:games", 0)
+                row[name] = stats.get(f"{prefix}:wins", 0) / games if games else None
             arms.append(row)
         rows.append({"study": study.to_dict(), "status": status, "arms": arms,
-                     "stages": {stage: sum(p["stage"] == stage for p in participants)
-                                for stage in ("consent", "instructions", "game", "questionnaire", "done")},
+                     "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
                      "participants": sorted(participants, key=lambda p: -p["last_seen"])[:50]})
     return rows
 
