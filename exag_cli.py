@@ -165,6 +165,14 @@ def _bench_latency(args: argparse.Namespace) -> int:
                       (["--json", str(args.json)] if args.json else [])) or 0
 
 
+def _bench_secret_attacks(args: argparse.Namespace) -> int:
+    from experiments.benchmark.secret_attacks import main as bench_main
+
+    return bench_main(["--agent", str(args.agent), "--world", str(args.world), "--games", str(args.games),
+                       "--medoid-games", str(args.medoid_games), "--seed", str(args.seed)] +
+                      (["--json", str(args.json)] if args.json else [])) or 0
+
+
 GAME_WORLD = Path("data/game-world")
 
 
@@ -198,7 +206,7 @@ def _serve(args: argparse.Namespace) -> int:
           f"Redis {services.redis.url if services.redis else config.redis_url}).")
     print(f"  play (at-will demo):    {base}/?study=demo")
     print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
-    print(f"  rating task:            {base}/rate")
+    print(f"  rating task:            {base}/rate?rater=ID&sig=...  (issue signed rater links on the admin page)")
     print(f"  admin:                  {base}/admin?token={config.admin_token}")
     print("Stop with Ctrl-C.", flush=True)
     # a terminate (service managers, benchmarks) ends like Ctrl-C, so the private Redis stops too
@@ -386,6 +394,17 @@ def build_parser() -> argparse.ArgumentParser:
     explainers_bench.add_argument("--repeats", type=int, default=40)
     explainers_bench.add_argument("--json", type=Path, help="write the results here")
     explainers_bench.set_defaults(run=_bench_explainers)
+    attacks_bench = bench_commands.add_parser(
+        "secret-attacks", help="how often a program finds the secret from what a player is sent",
+        description="Plays games through the server's interface and measures two attacks: the medoid of the shown "
+                    "images' embeddings (nothing bought) and replaying the public agent after one bought at-will round.")
+    attacks_bench.add_argument("--agent", default="default")
+    attacks_bench.add_argument("--world", type=Path, default=GAME_WORLD)
+    attacks_bench.add_argument("--games", type=int, default=40, help="at-will games of the replay attack")
+    attacks_bench.add_argument("--medoid-games", type=int, default=200, help="games per setting of the medoid attack")
+    attacks_bench.add_argument("--seed", type=int, default=0, help="the server's seed")
+    attacks_bench.add_argument("--json", type=Path, help="write the results here")
+    attacks_bench.set_defaults(run=_bench_secret_attacks)
 
     serve = commands.add_parser("serve", help="start the game server (embedded Redis, default world and agent)",
                                 description="Start the game: Flask-SocketIO on Redis (a private redis-server in "

@@ -1,9 +1,16 @@
-"""Choosing a game's images: a secret drawn at random from the held-out pool and N-1 distractors chosen
-by image-feature distance at a difficulty level (RESEARCH.md 1). Lower mean distance from the secret to
-the distractors = a harder set; that mean is recorded with the game.
+"""Choosing a game's images (RESEARCH.md 1): a neighbourhood of similar images around a random anchor of
+the held-out pool, N images drawn from it, and the secret drawn uniformly among those N. The mean
+image-feature distance from the secret to the distractors (lower = a harder set) is recorded with the
+game.
 
-A level is a band of the secret's neighbours ordered by distance: "hard" draws the distractors from the
-nearest 10% of the pool, "easy" from anywhere. Levels are data; add more freely.
+The secret is exchangeable with its distractors: the set is chosen before, and without regard to, which
+of its images becomes the secret, so nothing computed from the shown images alone (their medoid, the
+image closest to their centre, ...) points to the secret better than chance (1/N). Drawing distractors
+around the secret instead would make the secret the centre of its set.
+
+A level is a band of the anchor's neighbours ordered by distance, the anchor itself first
+(game/settings.py DIFFICULTY_LEVELS): "hard" draws the set from the nearest 10% of the pool, "easy" from
+anywhere.
 """
 from __future__ import annotations
 
@@ -13,11 +20,7 @@ import numpy as np
 
 from vqa_agent.image_features import set_difficulty
 
-LEVELS: dict[str, tuple[float, float]] = {   # band of neighbour ranks, as fractions of the pool
-    "hard": (0.0, 0.1),
-    "medium": (0.0, 0.35),
-    "easy": (0.0, 1.0),
-}
+from .settings import DIFFICULTY_LEVELS as LEVELS
 
 
 @dataclass(frozen=True)
@@ -34,16 +37,15 @@ def choose_image_set(embeddings: np.ndarray, n: int, level: str, rng: np.random.
     pool = len(embeddings)
     if n > pool:
         raise ValueError(f"a set of {n} images needs a pool of at least {n}, got {pool}")
-    secret = int(rng.integers(pool))
-    distances = np.linalg.norm(embeddings - embeddings[secret], axis=1)
-    distances[secret] = np.inf
-    ranked = np.argsort(distances, kind="stable")[: pool - 1]
+    anchor = int(rng.integers(pool))
+    distances = np.linalg.norm(embeddings - embeddings[anchor], axis=1)
+    distances[anchor] = -np.inf          # the anchor ranks first even among identical images
+    ranked = np.argsort(distances, kind="stable")
     low, high = LEVELS[level]
-    band = ranked[int(low * (pool - 1)): max(int(high * (pool - 1)), n - 1)]
-    if len(band) < n - 1:
-        band = ranked[: n - 1]
-    distractors = [int(i) for i in rng.choice(band, n - 1, replace=False)]
-    images = [secret] + distractors
-    order = rng.permutation(n)
-    shown = tuple(images[i] for i in order)
-    return ImageSet(shown, int(np.flatnonzero(order == 0)[0]), set_difficulty(embeddings, secret, distractors))
+    neighbourhood = ranked[int(low * pool): max(int(high * pool), n)]
+    if len(neighbourhood) < n:
+        neighbourhood = ranked[:n]
+    shown = tuple(int(i) for i in rng.choice(neighbourhood, n, replace=False))   # in random order
+    secret = int(rng.integers(n))        # uniformly among the set: exchangeable with the distractors
+    distractors = [i for k, i in enumerate(shown) if k != secret]
+    return ImageSet(shown, secret, set_difficulty(embeddings, shown[secret], distractors))

@@ -3,7 +3,7 @@ and the event to log, or raises RuleError with a message for the player. The ser
 persists the result; the client never decides anything.
 
 Score (RESEARCH.md 1): P = P0 - sum of costs when the guess is right, else 0; a win is a right guess
-with P > 0.
+with P > 0. A question or explanation needs at least its cost in points, so points never go below 0.
 """
 from __future__ import annotations
 
@@ -52,6 +52,9 @@ def ask(state: GameState, question: str, answer: str) -> tuple[GameState, dict]:
         raise RuleError(f"questions are at most {state.settings.max_question_chars} characters")
     if len(state.rounds) >= state.settings.max_questions:
         raise RuleError(f"no questions left (at most {state.settings.max_questions}); make your guess")
+    if state.points < state.settings.question_cost:
+        raise RuleError(f"not enough points for another question (it costs {state.settings.question_cost}, "
+                        f"you have {state.points}); make your guess")
     explained = state.with_explanations and not state.settings.explanations_at_will
     round_ = Round(text, answer, explained=explained, cost=state.settings.question_cost)
     state = replace(state, rounds=state.rounds + (round_,), phase=RATING)
@@ -69,6 +72,8 @@ def buy_explanations(state: GameState) -> tuple[GameState, dict]:
     if last.explained:
         raise RuleError("this round already has its explanations")
     cost = state.settings.explanation_cost
+    if state.points < cost:
+        raise RuleError(f"not enough points for explanations (they cost {cost}, you have {state.points})")
     rounds = state.rounds[:-1] + (replace(last, explained=True, cost=last.cost + cost),)
     state = replace(state, rounds=rounds)
     return state, {"type": "explanations_bought", "round": len(rounds) - 1, "cost": cost, "points": state.points}
@@ -86,7 +91,11 @@ def rate(state: GameState, rating: str) -> tuple[GameState, dict]:
 
 
 def guess(state: GameState, position: int) -> tuple[GameState, dict]:
+    """The player may guess at any time (the paper's rule) once the study's minimum of questions is asked."""
     _expect(state, ASKING, "guess")
+    needed = state.settings.min_questions - len(state.rounds)
+    if needed > 0:
+        raise RuleError(f"ask {'a question' if needed == 1 else f'{needed} more questions'} before you guess")
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < len(state.images):
         raise RuleError("guess one of the images")
     right = position == state.secret

@@ -47,6 +47,8 @@ class StudyConfig:
     choose_arm: bool = False     # demos, pilots and bots may name their arm in the link; never in real studies
     settings: dict = field(default_factory=dict)   # overrides of the kind's GameSettings (any number in it)
     title: str = ""              # shown to participants
+    agent: str = ""              # the agent players question: a shipped name or a checkpoint directory on the
+                                 # server ("" = the server's agent); paid studies can name a private one
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -61,6 +63,8 @@ class StudyConfig:
             raise ValueError("controlled studies have at least 4 sessions")
         if self.sessions < 1 or self.games_per_session < 1:
             raise ValueError("sessions and games_per_session must be positive")
+        if not isinstance(self.agent, str) or len(self.agent) > 500 or any(c in self.agent for c in "\n\r\0"):
+            raise ValueError("agent: a shipped agent name or a checkpoint directory on the server (\"\" = the server's)")
         if not isinstance(self.settings, dict):
             raise ValueError("settings must be an object of GameSettings overrides")
         try:
@@ -115,6 +119,15 @@ def assign_arm(study: StudyConfig, counts: dict[str, int]) -> str:
     """The arm with the fewest participants counted so far (those who finished or are still playing;
     dropouts are not counted, so their arm is refilled), ties broken by the study's arm order."""
     return min(study.arms, key=lambda arm: (counts.get(arm, 0), study.arms.index(arm)))
+
+
+def explainers_of(study: StudyConfig, arm: str) -> tuple[str, ...]:
+    """The explainers an arm's games can show: at-will, those bought per round (for every image, then for
+    the secret, then the NLE when the study offers it); controlled, the arm's modes."""
+    if study.kind == "at-will":
+        settings = settings_named(study.kind, **study.settings)
+        return settings.for_every_image + settings.for_the_secret + (("nle",) if study.nle else ())
+    return arm_modes(arm)
 
 
 def with_explanations(study: StudyConfig, arm: str, game_number: int) -> bool:

@@ -9,12 +9,17 @@ import json
 import queue
 import secrets
 import time
+import urllib.parse
+import urllib.request
+from http.cookies import SimpleCookie
 
 import numpy as np
 import socketio
 from tqdm import tqdm
 
 from game.players import SimplePlayer
+
+from . import browser
 
 DEMO_STUDIES = {"at-will": "demo", "controlled": "demo-controlled"}
 REPLY_TIMEOUT_S = 60
@@ -25,15 +30,29 @@ class BotError(RuntimeError):
     pass
 
 
+def browser_cookie(url: str, study: str) -> str:
+    """Opens the study page as a browser does, and returns the browser cookie it set (server/browser.py)."""
+    cookies = SimpleCookie()
+    with urllib.request.urlopen(f"{url.rstrip('/')}/?{urllib.parse.urlencode({'study': study})}", timeout=30) as page:
+        for header in page.headers.get_all("Set-Cookie") or []:
+            cookies.load(header)
+    if browser.COOKIE not in cookies:
+        raise BotError(f"the study page at {url} set no {browser.COOKIE} cookie")
+    return cookies[browser.COOKIE].value
+
+
 class Bot:
-    """One participant's connection: every emit waits for the server's `state` (or `error`)."""
+    """One participant's connection: every emit waits for the server's `state` (or `error`). Each bot is a
+    browser of its own: it gets its cookie from the study page and sends it with the Socket.IO handshake."""
 
     def __init__(self, url: str, study: str, pid: str, arm: str | None = None) -> None:
         self.replies: queue.Queue = queue.Queue()
         self.client = socketio.Client(reconnection=False)
         self.client.on("state", lambda text: self.replies.put(("state", json.loads(text))))
         self.client.on("error", lambda error: self.replies.put(("error", error)))
-        self.client.connect(url, transports=["websocket"], wait_timeout=30)
+        cookie = browser_cookie(url, study)
+        self.client.connect(url, transports=["websocket"], wait_timeout=30,
+                            headers={"Cookie": f"{browser.COOKIE}={cookie}"})
         self.errors: list[dict] = []
         self._last_sent = 0.0
         self.last_reply_ms = 0.0

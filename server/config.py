@@ -36,6 +36,11 @@ class ServerConfig:
     dropout_after_s: float = 1800.0
     seed: int | None = None            # image sets and tokens; None = unpredictable (real studies)
     progress: bool = True
+    # refusals and limits (docs/protocol.md): open Socket.IO connections per client address (per web
+    # process; behind a proxy every client has the proxy's address), and diagnostics of refusals
+    max_connections_per_address: int = 20
+    refusals_logged_per_second: float = 2.0   # per client address, bursts up to event_burst; more are only answered
+    diagnostics_max_len: int = 10_000          # the capped stream exag:diagnostics keeps about this many
 
     def __post_init__(self) -> None:
         self.world, self.data_dir, self.studies_dir = Path(self.world), Path(self.data_dir), Path(self.studies_dir)

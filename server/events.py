@@ -1,7 +1,12 @@
 """Thin Socket.IO handlers: throttle, validate, call Play, emit the new state (or a clear error).
 
 Every event is answered: with `state` (the participant's whole view, also sent to their other open
-tabs) or with `error` {"event", "message"}; a refused message changes nothing and is logged.
+tabs) or with `error` {"event", "message"}; a refused message changes nothing. Refusals (and refused
+connections, unreadable frames) are noted in the capped diagnostic stream (`Store.diagnose`), at most
+`refusals_logged_per_second` a client address, never in the study's event log. A frame python-socketio
+cannot read (invalid JSON, too deep, not an event) is answered with `error` {"event": "?"}, or closes a
+connection that has not connected yet. Each client address may hold `max_connections_per_address`
+connections (per web process).
 """
 from __future__ import annotations
 
@@ -11,20 +16,27 @@ import threading
 import time
 
 from flask import request
-from flask_socketio import SocketIO, emit, join_room, leave_room
+from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room, leave_room
 from redis.exceptions import LockError
+from socketio import packet as sio_packet
 
 from game.rules import RuleError
 
-from .play import Play, PlayError
+from . import browser
+from .config import ServerConfig
+from .play import ANOTHER_BROWSER, Play, PlayError
 from .schemas import SCHEMAS, SchemaError, validate
 from .store import Store
 
 log = logging.getLogger(__name__)
+UNREADABLE = "?"            # the `event` of the error that answers a frame the server could not read
+RESERVED_EVENTS = ("connect", "disconnect")   # python-socketio would call these handlers for a client's event
 
 
 class Throttle:
-    """A token bucket per connection: `rate` messages per second on average, bursts up to `burst`."""
+    """A token bucket per key (a connection, a client address): `rate` per second on average, bursts up
+    to `burst`. Beyond MAX_KEYS keys, those whose bucket has filled up again are forgotten."""
+    MAX_KEYS = 10_000
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate, self.burst = rate, burst
@@ -34,6 +46,9 @@ class Throttle:
     def allow(self, key: str) -> bool:
         now = time.monotonic()
         with self._lock:
+            if len(self._buckets) > self.MAX_KEYS:
+                full_after = self.burst / self.rate
+                self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
             tokens, last = self._buckets.get(key, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             allowed = tokens >= 1
@@ -43,6 +58,38 @@ class Throttle:
     def forget(self, key: str) -> None:
         with self._lock:
             self._buckets.pop(key, None)
+
+
+class UnreadableFrame(ValueError):
+    """A frame that is no Socket.IO packet the game can read; the text is for the player."""
+
+
+class Frame(sio_packet.Packet):
+    """python-socketio's packet (`SocketIO(serializer=Frame)`), saying why a frame cannot be read: its
+    own decoding raises a bare JSON or recursion error, which engine.io logs and drops unanswered. An event
+    must also be a list [name, ...] whose name is not one of python-socketio's own connect/disconnect."""
+
+    def decode(self, encoded_packet):
+        try:
+            attachments = super().decode(encoded_packet)
+        except RecursionError:
+            raise UnreadableFrame("the message is nested too deeply to be read") from None
+        except (ValueError, TypeError) as error:      # invalid JSON, a bad id, a binary frame out of place
+            raise UnreadableFrame(f"the message is not valid Socket.IO JSON ({str(error)[:120]})") from None
+        if not isinstance(self.packet_type, int) or not 0 <= self.packet_type < len(sio_packet.packet_names):
+            raise UnreadableFrame("the message is not a Socket.IO packet")
+        if self.packet_type in (sio_packet.EVENT, sio_packet.BINARY_EVENT):
+            if not (isinstance(self.data, list) and self.data and isinstance(self.data[0], str)):
+                raise UnreadableFrame("an event must be a list: [name, payload]")
+            if self.data[0] in RESERVED_EVENTS:
+                raise UnreadableFrame(f"{self.data[0]!r} cannot be sent as an event")
+        return attachments
+
+    def add_attachment(self, attachment):
+        try:
+            return super().add_attachment(attachment)
+        except ValueError as error:
+            raise UnreadableFrame(f"the message is not valid Socket.IO ({error})") from None
 
 
 def as_text(view: dict) -> str:
@@ -55,34 +102,80 @@ def room_of(who: tuple[str, str]) -> str:
     return f"participant:{who[0]}:{who[1]}"
 
 
-def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -> None:
+def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig) -> None:
     connections: dict[str, tuple[str, str]] = {}     # sid -> (study, pid) after a successful join
-    last_refusal_logged: dict[str, float] = {}
+    throttle = Throttle(config.max_events_per_second, config.event_burst)          # messages, per connection
+    noted = Throttle(config.refusals_logged_per_second, config.event_burst)        # diagnostics, per address
+    addresses: dict[str, str] = {}                   # sid -> its client's address
+    open_from: dict[str, int] = {}                   # address -> connections open
+    counting = threading.Lock()
 
-    def refuse(event: str, message: str, payload_kind: str, flood: bool = False) -> None:
-        sid = request.sid
-        now = time.monotonic()
-        if not flood or now - last_refusal_logged.get(sid, 0) >= 1.0:   # a flood is logged once a second
-            if flood:
-                last_refusal_logged[sid] = now
-            who = connections.get(sid, ("", ""))
-            try:
-                store.log({"type": "refused", "study": who[0], "participant": who[1], "event": event,
-                           "message": message, "payload_kind": payload_kind})
-            except Exception:   # logging a refusal must never break the answer
-                log.exception("could not log a refused message")
+    def diagnose(kind: str, address: str, sid: str | None, **details) -> None:
+        """Notes a refusal in the capped diagnostic stream, as often as the address may."""
+        if not noted.allow(address):
+            return
+        who = connections.get(sid, ("", "")) if sid else ("", "")
+        try:
+            store.diagnose({"kind": kind, "address": address, "sid": sid or "", "study": who[0],
+                            "participant": who[1], **details}, config.diagnostics_max_len)
+        except Exception:   # noting a refusal must never break the answer
+            log.exception("could not note a %s", kind)
+
+    def refuse(event: str, message: str, payload_kind: str) -> None:
+        diagnose("refused", request.remote_addr or "", request.sid, event=event, message=message,
+                 payload_kind=payload_kind)
         emit("error", {"event": event, "message": message})
+
+    @socketio.on("connect")
+    def connect(auth=None):
+        address = request.remote_addr or ""
+        with counting:
+            full = open_from.get(address, 0) >= config.max_connections_per_address
+            if not full:
+                open_from[address] = open_from.get(address, 0) + 1
+                addresses[request.sid] = address
+        if full:
+            message = (f"too many open connections from your address (at most {config.max_connections_per_address}); "
+                       "close other tabs of the game and try again")
+            diagnose("connection_refused", address, None, message=message)
+            raise ConnectionRefusedError(message)
+
+    def unreadable(eio_sid: str, frame, error: ValueError) -> None:
+        """A frame python-socketio could not read: answered with `error`, or, before the connection
+        has connected, closed; noted either way."""
+        server = socketio.server
+        sid = server.manager.sid_from_eio_sid(eio_sid, "/")
+        address = (server.environ.get(eio_sid) or {}).get("REMOTE_ADDR", "")
+        answered = sid is not None and server.manager.is_connected(sid, "/")
+        diagnose("unreadable", address, sid, event=UNREADABLE, message=str(error), frame=repr(frame[:120]),
+                 action="answered" if answered else "closed")
+        if answered:
+            socketio.emit("error", {"event": UNREADABLE, "message": f"the server could not read your message: {error}"},
+                          to=sid)
+        else:
+            log.info("closing %s (%s): unreadable frame before connecting: %s", eio_sid, address, error)
+            server.eio.disconnect(eio_sid)
+
+    read = socketio.server._handle_eio_message    # python-socketio's reader of engine.io messages
+
+    def read_or_answer(eio_sid: str, frame) -> None:
+        try:
+            read(eio_sid, frame)
+        except ValueError as error:     # Frame's UnreadableFrame, and python-socketio's own for packets out of place
+            unreadable(eio_sid, frame, error)
+
+    socketio.server.eio.on("message", read_or_answer)
 
     def make_handler(event: str):
         def handle(payload=None):
             sid = request.sid
             if not throttle.allow(sid):
-                refuse(event, "too many messages; please slow down", type(payload).__name__, flood=True)
+                refuse(event, "too many messages; please slow down", type(payload).__name__)
                 return
             try:
                 data = validate(event, payload)
                 if event == "join":
-                    who, view, message = play.join(data)
+                    who, view, message = play.join(data, request.cookies.get(browser.COOKIE))   # the handshake's
                     old = connections.get(sid)
                     connections[sid] = who
                     if old != who:
@@ -96,6 +189,10 @@ def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -
                 who = connections.get(sid)
                 if who is None:
                     raise PlayError("join the study first")
+                if not play.still_bound(who, request.cookies.get(browser.COOKIE)):
+                    connections.pop(sid, None)      # released and taken over elsewhere: this tab is done
+                    leave_room(room_of(who))
+                    raise PlayError(ANOTHER_BROWSER)
                 view = getattr(play, event)(who, data)
                 emit("state", as_text(view), to=room_of(who))
             except (SchemaError, PlayError, RuleError) as error:
@@ -114,12 +211,17 @@ def register(socketio: SocketIO, play: Play, store: Store, throttle: Throttle) -
     def unknown(event, *args):
         name = str(event)[:64]
         if not throttle.allow(request.sid):
-            refuse(name, "too many messages; please slow down", "unknown", flood=True)
+            refuse(name, "too many messages; please slow down", "unknown")
             return
         refuse(name, f"unknown event {name!r}", "unknown")
 
     @socketio.on("disconnect")
     def disconnect(*args):
         connections.pop(request.sid, None)
-        last_refusal_logged.pop(request.sid, None)
         throttle.forget(request.sid)
+        with counting:
+            address = addresses.pop(request.sid, None)
+            if address is not None:
+                open_from[address] -= 1
+                if not open_from[address]:
+                    del open_from[address]

@@ -6,76 +6,127 @@ explanation shown, per participant and per independent rater's rating; plus the 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
+from game.quality import PlayedGame, quality_flags
 from game.settings import RATINGS
 
 FORMATS = ("csv", "jsonl", "parquet")
 RATING_SCORE = {r: len(RATINGS) - i for i, r in enumerate(RATINGS)}   # "Helping a lot" = 5 ... "Completely confusing" = 1
 GAME_KEYS = ("study", "participant", "arm", "game_number")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # OWASP: a spreadsheet runs cells that start so
+
+
+def clean(value):
+    """Anything stored, made safe to write: text as valid UTF-8 (a lone surrogate becomes U+FFFD, NUL is
+    dropped) and numbers as finite JSON (NaN and infinities become null). Export never fails on a field."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value.replace("\x00", "")
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\x00", "")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {clean(str(k)): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def neutralise_formula(value):
+    """A CSV cell a spreadsheet would run as a formula gets a leading apostrophe (OWASP's advice);
+    JSONL and Parquet keep the raw text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def tables(events: Iterable[dict]) -> dict[str, pd.DataFrame]:
+    """The tidy tables. An event that cannot be tabulated (a missing or malformed field) costs only its
+    own row: it is listed in the `problems` table, and events.jsonl keeps it whole."""
     games: dict[str, dict] = {}
     rounds: dict[tuple[str, int], dict] = {}
-    ratings, explanations, participants, rater = [], [], {}, []
+    ratings, explanations, participants, rater, problems = [], [], {}, [], []
     for e in events:
-        kind, game = e["type"], e.get("game")
-        if kind == "join":
-            participants[(e["study"], e["participant"])] = {
-                "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "joined": e["time"],
-                "consented": None, "finished": None, **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
-        elif kind == "consent" and (e["study"], e["participant"]) in participants:
-            participants[(e["study"], e["participant"])]["consented"] = e["time"]
-        elif kind == "questionnaire" and (e["study"], e["participant"]) in participants:
-            participants[(e["study"], e["participant"])].update(
-                {f"q_{k}": v for k, v in (e.get("answers") or {}).items()})
-        elif kind == "finish" and (e["study"], e["participant"]) in participants:
-            participants[(e["study"], e["participant"])]["finished"] = e["time"]
-        elif kind == "game_start":
-            games[game] = {"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "session": e.get("session"),
-                           "setting": e.get("setting"), "with_explanations": e.get("with_explanations"),
-                           "modes": "+".join(e.get("modes") or []), "difficulty": e.get("difficulty"),
-                           "n_images": len(e.get("images") or []),
-                           "secret_image": (e.get("world_images") or e["images"])[e["secret"]],
-                           "started": e["time"], "guess_image": None, "right": None, "score": None, "won": None,
-                           "questions": 0, "spent": None, "finished": None, "seconds": None}
-        elif kind == "question":
-            rounds[(game, e["round"])] = {
-                "game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "round": e["round"], "question": e["question"],
-                "parsed": e.get("parsed"), "program": json.dumps(e.get("program")) if e.get("program") else None,
-                "answer": e["answer"], "probability": e.get("probability"), "answered_by": e.get("answered_by"),
-                "truth": e.get("truth"), "answer_correct": (e["answer"] == e["truth"]) if e.get("truth") is not None else None,
-                "answer_grade": e.get("answer_grade"), "explained": e.get("explained"), "cost": e.get("cost"),
-                "points_after": e.get("points"), "rating": None, "inference_ms": e.get("inference_ms"),
-                "ask_to_answer_ms": e.get("ask_to_answer_ms"), "time": e["time"]}
-            explanations += _explanation_rows(e, e["round"])
-        elif kind == "explanations_bought" and (game, e["round"]) in rounds:
-            row = rounds[(game, e["round"])]
-            row.update(explained=True, cost=(row["cost"] or 0) + e["cost"], points_after=e.get("points"))
-            explanations += _explanation_rows(e, e["round"])
-        elif kind == "rating":
-            if (game, e["round"]) in rounds:
-                rounds[(game, e["round"])]["rating"] = e["rating"]
-            ratings.append({"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "round": e["round"],
-                            "rating": e["rating"], "rating_score": RATING_SCORE.get(e["rating"]),
-                            "explained": e.get("explained"), "with_explanations": e.get("with_explanations"),
-                            "time": e["time"]})
-        elif kind == "guess" and game in games:
-            games[game].update(guess_image=e.get("guess_image"), right=e.get("right"), score=e.get("score"),
-                               won=e.get("won"), questions=e.get("questions"), spent=e.get("spent"),
-                               finished=e["time"], seconds=e.get("seconds"))
-        elif kind == "rater_rating":
-            rater.append({k: e.get(k) for k in ("rater", "item", "game", "round", "explainer", "kind",
-                                                 "explanation_rating", "answer_rating", "time")})
+        try:
+            _tabulate(clean(e), games, rounds, ratings, explanations, participants, rater)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+            problems.append({"id": clean(str(e.get("id", ""))), "type": clean(str(e.get("type", ""))),
+                             "error": f"{type(error).__name__}: {clean(str(error))}"[:300]})
     for row in ratings:
         row["game_won"] = games.get(row["game_id"], {}).get("won")
+    _add_quality_flags(participants, games, ratings)
     return {"games": pd.DataFrame(list(games.values())), "rounds": pd.DataFrame(list(rounds.values())),
             "ratings": pd.DataFrame(ratings), "explanations": pd.DataFrame(explanations),
-            "participants": pd.DataFrame(list(participants.values())), "rater_ratings": pd.DataFrame(rater)}
+            "participants": pd.DataFrame(list(participants.values())), "rater_ratings": pd.DataFrame(rater),
+            "problems": pd.DataFrame(problems, columns=["id", "type", "error"])}
+
+
+def _add_quality_flags(participants: dict, games: dict, ratings: list[dict]) -> None:
+    played: dict[tuple, list[PlayedGame]] = {}
+    for g in games.values():
+        played.setdefault((g["study"], g["participant"]), []).append(PlayedGame(g["questions"] or 0, g["seconds"]))
+    rated: dict[tuple, list[str]] = {}
+    for r in ratings:
+        rated.setdefault((r["study"], r["participant"]), []).append(r["rating"])
+    for key, row in participants.items():
+        row.update(quality_flags(played.get(key, []), rated.get(key, [])))
+
+
+def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: list, participants: dict,
+              rater: list) -> None:
+    kind, game = e["type"], e.get("game")
+    if kind == "join":
+        participants[(e["study"], e["participant"])] = {
+            "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "joined": e["time"],
+            "consented": None, "finished": None, **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
+    elif kind == "consent" and (e["study"], e["participant"]) in participants:
+        participants[(e["study"], e["participant"])]["consented"] = e["time"]
+    elif kind == "questionnaire" and (e["study"], e["participant"]) in participants:
+        participants[(e["study"], e["participant"])].update(
+            {f"q_{k}": v for k, v in (e.get("answers") or {}).items()})
+    elif kind == "finish" and (e["study"], e["participant"]) in participants:
+        participants[(e["study"], e["participant"])]["finished"] = e["time"]
+    elif kind == "game_start":
+        games[game] = {"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "session": e.get("session"),
+                       "setting": e.get("setting"), "with_explanations": e.get("with_explanations"),
+                       "modes": "+".join(e.get("modes") or []), "difficulty": e.get("difficulty"),
+                       "n_images": len(e.get("images") or []),
+                       "secret_image": (e.get("world_images") or e["images"])[e["secret"]],
+                       "started": e["time"], "guess_image": None, "right": None, "score": None, "won": None,
+                       "questions": 0, "spent": None, "finished": None, "seconds": None}
+    elif kind == "question":
+        rounds[(game, e["round"])] = {
+            "game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "round": e["round"], "question": e["question"],
+            "parsed": e.get("parsed"), "program": json.dumps(e.get("program")) if e.get("program") else None,
+            "answer": e["answer"], "probability": e.get("probability"), "answered_by": e.get("answered_by"),
+            "truth": e.get("truth"), "answer_correct": (e["answer"] == e["truth"]) if e.get("truth") is not None else None,
+            "answer_grade": e.get("answer_grade"), "explained": e.get("explained"), "cost": e.get("cost"),
+            "points_after": e.get("points"), "rating": None, "inference_ms": e.get("inference_ms"),
+            "ask_to_answer_ms": e.get("ask_to_answer_ms"), "time": e["time"]}
+        explanations += _explanation_rows(e, e["round"])
+    elif kind == "explanations_bought" and (game, e["round"]) in rounds:
+        row = rounds[(game, e["round"])]
+        row.update(explained=True, cost=(row["cost"] or 0) + e["cost"], points_after=e.get("points"))
+        explanations += _explanation_rows(e, e["round"])
+    elif kind == "rating":
+        if (game, e["round"]) in rounds:
+            rounds[(game, e["round"])]["rating"] = e["rating"]
+        ratings.append({"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "round": e["round"],
+                        "rating": e["rating"], "rating_score": RATING_SCORE.get(e["rating"]),
+                        "explained": e.get("explained"), "with_explanations": e.get("with_explanations"),
+                        "time": e["time"]})
+    elif kind == "guess" and game in games:
+        games[game].update(guess_image=e.get("guess_image"), right=e.get("right"), score=e.get("score"),
+                           won=e.get("won"), questions=e.get("questions"), spent=e.get("spent"),
+                           finished=e["time"], seconds=e.get("seconds"))
+    elif kind == "rater_rating":
+        rater.append({k: e.get(k) for k in ("rater", "item", "game", "round", "explainer", "kind",
+                                             "explanation_rating", "answer_rating", "time")})
 
 
 def _explanation_rows(event: dict, round_: int) -> list[dict]:
@@ -83,6 +134,17 @@ def _explanation_rows(event: dict, round_: int) -> list[dict]:
              "explainer": x["explainer"], "kind": x["kind"], "position": x["position"], "is_secret": x["is_secret"],
              "for_the_secret": x["for_the_secret"], "grade": x["grade"], "payload": json.dumps(x["payload"])}
             for x in event.get("explanations") or []]
+
+
+def _single_typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Parquet needs one type per column: a column that mixes types (a number where text was expected,
+    say) keeps its text and writes the other values as JSON text instead of failing the export."""
+    frame = frame.copy()
+    for column in frame.columns[frame.dtypes == object]:
+        kinds = {type(v) for v in frame[column] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+        if len(kinds) > 1 or kinds - {str, bool, int, float}:
+            frame[column] = [v if isinstance(v, str) or v is None else json.dumps(v) for v in frame[column]]
+    return frame
 
 
 def write_export(events: list[dict], out: str | Path, fmt: str = "csv") -> list[Path]:
@@ -95,16 +157,16 @@ def write_export(events: list[dict], out: str | Path, fmt: str = "csv") -> list[
         path = out / f"{name}.{fmt}"
         tmp = path.with_name(path.name + ".tmp")
         if fmt == "csv":
-            frame.to_csv(tmp, index=False)
+            frame.map(neutralise_formula).to_csv(tmp, index=False)
         elif fmt == "jsonl":
             frame.to_json(tmp, orient="records", lines=True)
         else:
-            frame.to_parquet(tmp, index=False)
+            _single_typed(frame).to_parquet(tmp, index=False)
         tmp.replace(path)
         written.append(path)
     raw = out / "events.jsonl"
-    with open(raw.with_name("events.jsonl.tmp"), "w") as f:
+    with open(raw.with_name("events.jsonl.tmp"), "w", encoding="utf-8") as f:
         for e in events:
-            f.write(json.dumps(e) + "\n")
+            f.write(json.dumps(clean(e), allow_nan=False) + "\n")
     raw.with_name("events.jsonl.tmp").replace(raw)
     return written + [raw]

@@ -70,9 +70,12 @@ class InferenceWorker:
     # --- what the server calls (any thread) -------------------------------------------------------
 
     def answer_round(self, request: RoundRequest, timeout: float = 60.0) -> RoundResult:
+        """The round's result; a question the agent cannot read (QuestionError, a ValueError) is refused
+        here, before it joins a batch with other games' rounds."""
         missing = [n for n in request.for_every_image + request.for_the_secret if n not in self.explainers]
         if missing:
             raise ValueError(f"explainers not available: {', '.join(missing)}")
+        self.agent.vocabulary.check(request.question)
         return self._submit("round", request).result(timeout)
 
     def prepare(self, images: list[np.ndarray], timeout: float = 60.0) -> None:
@@ -110,11 +113,16 @@ class InferenceWorker:
                 batch.append(more)
             self._settle(batch, lambda: self._answer([j.payload for j in batch]))
 
-    @staticmethod
-    def _settle(jobs: list[_Job], compute) -> None:
+    def _settle(self, jobs: list[_Job], compute) -> None:
         try:
             results = compute()
         except Exception as error:   # the worker must survive anything one batch does
+            if len(jobs) > 1 and jobs[0].kind == "round":
+                # one bad round must fail only itself: answer the batch's rounds one by one
+                log.warning("a batch of %d rounds failed (%s); answering them one by one", len(jobs), error)
+                for job in jobs:
+                    self._settle([job], lambda job=job: self._answer([job.payload]))
+                return
             log.exception("inference failed")
             for job in jobs:
                 job.future.set_exception(error)

@@ -19,17 +19,27 @@ from game import rules
 from game.image_sets import choose_image_set
 from game.settings import RATINGS, GameSettings, settings_named
 from game.state import FINISHED, GameState, player_view
-from game.study import QUESTIONNAIRE, StudyConfig, arm_modes, assign_arm, with_explanations
+from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, with_explanations
 from vqa_agent.world.parser import parse_program
 from vqa_agent.world.programs import program_to_json
 
+from . import browser
+from .agents import Agents, AgentUnavailable
 from .config import ServerConfig
 from .inference import InferenceWorker, RoundRequest
 from .pool import GamePool
+from .player_safe import for_player
 from .store import Store
 
 STAGES = CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
+SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
+NO_COOKIE = ("your browser did not send this study's cookie; please allow cookies for this site and reload the "
+             "page from the link you were given")
+ANOTHER_BROWSER = ("this participation is already open in another browser; ask the researcher to release it "
+                   "if you changed device")
+ANOTHER_SESSION = ("this participant id is already taking part under another session; use the link of your own "
+                   "session, or ask the researcher to release it")
 
 
 class PlayError(ValueError):
@@ -37,22 +47,37 @@ class PlayError(ValueError):
 
 
 class Play:
-    def __init__(self, store: Store, pool: GamePool, worker: InferenceWorker, config: ServerConfig) -> None:
-        self.store, self.pool, self.worker, self.config = store, pool, worker, config
+    def __init__(self, store: Store, pool: GamePool, agents: Agents, config: ServerConfig) -> None:
+        self.store, self.pool, self.agents, self.config = store, pool, agents, config
         self._rng = np.random.default_rng(config.seed)
         self._rng_lock = threading.Lock()
 
     # --- joining ----------------------------------------------------------------------------------
 
-    def join(self, payload: dict) -> tuple[tuple[str, str], dict, str | None]:
-        """(study, pid) of the connection, the view, and a message when the join was a refused repeat."""
+    def join(self, payload: dict, browser_cookie: str | None) -> tuple[tuple[str, str], dict, str | None]:
+        """(study, pid) of the connection, the view, and a message when the join was a refused repeat.
+
+        The first join binds the participation to the browser (its `browser.COOKIE`, given by the game page)
+        and to the platform's session id (Prolific SESSION_ID, MTurk assignmentId); a later join from another
+        browser or with another session id is refused until the researcher releases the participant
+        (POST /admin/release), after which the next join binds again."""
+        bound_to = browser.key(browser_cookie)
+        if bound_to is None:
+            raise PlayError(NO_COOKIE)
         study, status = self._study(payload["study"])
         pid, ids = self._participant_id(payload, study)
+        binding = {"browser": bound_to, "session": next((ids[k] for k in SESSION_IDS if k in ids), None)}
         with self.store.locked(study.study_id, pid):
             participant = self.store.participant(study.study_id, pid)
             if participant is not None:
-                participant["last_seen"] = time.time()
-                self.store.commit(participant=participant, events=[self._event("rejoin", participant)])
+                rebound = participant.get("binding") is None   # released by the researcher (or joined unbound)
+                if not rebound and participant["binding"]["browser"] != binding["browser"]:
+                    raise PlayError(ANOTHER_BROWSER)
+                if not rebound and participant["binding"]["session"] != binding["session"]:
+                    raise PlayError(ANOTHER_SESSION)
+                participant.update(binding=binding, last_seen=time.time())
+                self.store.commit(participant=participant,
+                                  events=[self._event("rejoin", participant, **({"rebound": True} if rebound else {}))])
                 message = "You have already taken part in this study. Thank you!" \
                     if participant["stage"] == DONE else None
                 return (study.study_id, pid), self.view(study.study_id, pid), message
@@ -60,8 +85,9 @@ class Play:
                 raise PlayError("this study is closed")
             arm = self._arm(study, payload.get("arm"))
             now = time.time()
-            participant = {"pid": pid, "study": study.study_id, "arm": arm, "ids": ids, "stage": CONSENT,
-                           "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
+            participant = {"pid": pid, "study": study.study_id, "arm": arm, "ids": ids, "binding": binding,
+                           "stage": CONSENT, "game_number": 0, "games": [], "joined": now, "last_seen": now,
+                           "finished": None}
             self.store.commit(participant=participant, events=[self._event("join", participant, arm=arm, ids=ids)])
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
@@ -70,7 +96,8 @@ class Play:
         if found is None:
             raise PlayError(f"there is no study {study_id!r}; check the link you were given")
         study, status = found
-        missing = [m for arm in study.arms for m in self._modes(study, arm) if m in self.worker.unavailable]
+        worker = self._worker(study.agent)
+        missing = [m for arm in study.arms for m in self._modes(study, arm) if m in worker.unavailable]
         if missing:
             raise PlayError(f"this study needs the {', '.join(sorted(set(missing)))} explainer, which this server "
                             "could not load; please tell the researcher")
@@ -93,7 +120,7 @@ class Play:
             if wanted not in study.arms:
                 raise PlayError(f"unknown arm {wanted!r}; this study has {', '.join(study.arms)}")
             return wanted
-        with self.store.redis.lock(f"exag:lock:assign:{study.study_id}", timeout=30, blocking_timeout=30):
+        with self.store.lock(f"assign:{study.study_id}"):
             now, counts = time.time(), {}
             for p in self.store.participants(study.study_id):
                 if p["stage"] == DONE or now - p["last_seen"] < self.config.dropout_after_s:
@@ -166,8 +193,8 @@ class Play:
                                       chosen.secret, chosen.difficulty, shown)
         record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
                   "session": number // study.games_per_session, "modes": list(self._modes(study, participant["arm"])),
-                  "nle": study.nle, "started": time.time()}
-        self.worker.prepare([self.pool.image(i) for i in chosen.images])
+                  "nle": study.nle, "agent": study.agent, "started": time.time()}
+        self._worker(study.agent).prepare([self.pool.image(i) for i in chosen.images])
         participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
         participant["games"].append(game_id)
         event.update(world_images=[self.pool.world_index(i) for i in chosen.images], arm=participant["arm"],
@@ -246,7 +273,7 @@ class Play:
         request = RoundRequest([self.pool.image(i) for i in state.images], question, state.secret,
                                tuple(for_every), tuple(for_secret), seed=len(state.rounds))
         try:
-            result = self.worker.answer_round(request)
+            result = self._worker(record.get("agent", "")).answer_round(request)
         except ValueError as error:
             raise PlayError(str(error)) from error
         program = parse_program(question)
@@ -318,6 +345,13 @@ class Play:
         """Unguessable in real studies; reproducible when the server is seeded (tests, simulations)."""
         return secrets.token_hex(8) if self.config.seed is None else self._rng.bytes(8).hex()
 
+    def still_bound(self, who: tuple[str, str], browser_cookie: str | None) -> bool:
+        """Whether the participation is still this browser's: after a release, the next join from another
+        browser takes it over, and the old browser's open tab may act no more."""
+        participant = self.store.participant(*who)
+        binding = participant and participant.get("binding")
+        return not binding or binding["browser"] == browser.key(browser_cookie)
+
     def _participant(self, who: tuple[str, str], stage: str, doing: str) -> dict:
         participant = self.store.participant(*who)
         if participant is None:
@@ -334,14 +368,19 @@ class Play:
             raise PlayError("unknown game")
         return found
 
+    def _worker(self, agent: str) -> InferenceWorker:
+        """The inference worker of a study's agent ("" = the server's), loaded on first use."""
+        try:
+            return self.agents.worker(agent)
+        except AgentUnavailable as error:
+            raise PlayError("this study's agent could not be loaded on this server; please tell the researcher") \
+                from error
+
     def _settings(self, study: StudyConfig) -> GameSettings:
         return settings_named(study.kind, **study.settings)
 
     def _modes(self, study: StudyConfig, arm: str) -> tuple[str, ...]:
-        if study.kind == "at-will":
-            settings = self._settings(study)
-            return settings.for_every_image + _for_the_secret(settings, study.nle)
-        return arm_modes(arm)
+        return explainers_of(study, arm)
 
     @staticmethod
     def _event(kind: str, participant: dict, **payload) -> dict:
@@ -360,7 +399,8 @@ def _for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
 
 
 def _for_player(explanation) -> dict:
-    return {"explainer": explanation.explainer, "kind": explanation.kind, "payload": explanation.payload}
+    """What the page is sent: the fields it shows, at the precision it shows them (server/player_safe.py)."""
+    return for_player(explanation)
 
 
 def _for_log(explanation, output, truth: GroundTruth, position: int, state: GameState, for_secret: bool) -> dict:

@@ -4,34 +4,85 @@ rate the explanation on the 5-point correctness scale and the answer on the 3-po
 
 Items come from the event log of finished games only (so no rater ever sees a secret still in play),
 collected incrementally: the stream position read so far is kept in Redis.
+
+Raters do not choose their ids: the researcher issues each rater a link `/rate?rater=ID&sig=SIG` (admin
+page, POST /admin/raters), SIG an HMAC of the id under a key kept in Redis (made once, so links stay valid
+across restarts and on every web process). The API refuses ids without their signature, and a browser (its
+`browser.COOKIE`) that has used one rater link cannot act as another rater.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
+import secrets
 import time
+from urllib.parse import urlencode
 
 from explainers.grading import ANSWER_SCALE, EXPLANATION_SCALE
 
+from . import browser
+from .schemas import ID
 from .store import EVENTS, Store
 
 RATERS_PER_ITEM = 3
 CURSOR, ITEMS, PENDING = "exag:rate:cursor", "exag:rate:items", "exag:rate:pending"
+LINK_KEY = "exag:rate:link-key"        # the key rater links are signed with
+BROWSERS = "exag:rate:browsers"        # browser key -> the rater that browser rates as
 
 
 class RatingError(ValueError):
-    pass
+    status = 400
+
+
+class RaterRefused(RatingError):
+    """A rater link that is not the researcher's, or a browser acting as a second rater."""
+    status = 403
 
 
 class RatingTask:
     def __init__(self, store: Store, image_index_to_pool: dict[int, int]) -> None:
         self.store = store
         self.pool_position = image_index_to_pool     # world image index -> pool position (for the image URL)
+        self._link_key: bytes | None = None
+
+    # --- raters -----------------------------------------------------------------------------------
+
+    def signature(self, rater: str) -> str:
+        if self._link_key is None:
+            self.store.redis.set(LINK_KEY, secrets.token_hex(32), nx=True)   # the first process makes it
+            self._link_key = self.store.redis.get(LINK_KEY).encode()
+        digest = hmac.new(self._link_key, f"rater:{rater}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def link(self, rater: str) -> str:
+        """The rating page's link for this rater (relative to the server's URL)."""
+        if not ID.fullmatch(rater):
+            raise RatingError("a rater id has 1-64 letters, digits, '_', '-' or '.'")
+        return "/rate?" + urlencode({"rater": rater, "sig": self.signature(rater)})
+
+    def check_rater(self, rater, sig, browser_cookie: str | None) -> str:
+        """The rater, when the link is the researcher's and this browser rates as no other rater."""
+        if not isinstance(rater, str) or not ID.fullmatch(rater):
+            raise RatingError("rater must be an id of 1-64 letters, digits, '_', '-' or '.'")
+        if not isinstance(sig, str) or not hmac.compare_digest(sig.encode(), self.signature(rater).encode()):
+            raise RaterRefused("this rating link is not valid; open the link the researcher gave you")
+        key = browser.key(browser_cookie)
+        if key is None:
+            raise RaterRefused("your browser did not send the rating page's cookie; please allow cookies for this "
+                               "site and reload the page")
+        r = self.store.redis
+        r.hsetnx(BROWSERS, key, rater)
+        bound = r.hget(BROWSERS, key)
+        if bound != rater:
+            raise RaterRefused(f"this browser already rates as {bound}; one browser is one rater")
+        return rater
 
     def _collect(self) -> None:
         """Reads new events: explanations of secret images wait in PENDING until their game's guess."""
         r = self.store.redis
-        with r.lock("exag:lock:rate:collect", timeout=60, blocking_timeout=60):
+        with self.store.lock("rate:collect"):
             start = r.get(CURSOR) or "-"
             while True:
                 chunk = r.xrange(EVENTS, min=start, count=2000)
@@ -101,17 +152,18 @@ class RatingTask:
         raw = r.hget(f"exag:rate:item:{item_id}", "item")
         if raw is None:
             raise RatingError("unknown item")
-        with r.lock(f"exag:lock:rate:{item_id}", timeout=30, blocking_timeout=30):
+        with self.store.lock(f"rate:{item_id}"):
             if r.sismember(f"exag:rate:by:{rater}", item_id):
                 raise RatingError("you have already rated this item")
             if int(r.hget(f"exag:rate:item:{item_id}", "count") or 0) >= RATERS_PER_ITEM:
                 raise RatingError(f"this item already has {RATERS_PER_ITEM} ratings")
             item = json.loads(raw)
-            pipe = r.pipeline(transaction=True)
-            pipe.hincrby(f"exag:rate:item:{item_id}", "count", 1)
-            pipe.sadd(f"exag:rate:by:{rater}", item_id)
-            self.store.add_event(pipe, {"type": "rater_rating", "time": time.time(), "game": item["game"],
-                                      "rater": rater, "item": item_id, "round": item["round"],
-                                      "explainer": item["explainer"], "kind": item["kind"],
-                                      "explanation_rating": explanation_rating, "answer_rating": answer_rating})
-            pipe.execute()
+            event = {"type": "rater_rating", "time": time.time(), "game": item["game"], "rater": rater,
+                     "item": item_id, "round": item["round"], "explainer": item["explainer"], "kind": item["kind"],
+                     "explanation_rating": explanation_rating, "answer_rating": answer_rating}
+
+            def write(pipe) -> None:
+                pipe.hincrby(f"exag:rate:item:{item_id}", "count", 1)
+                pipe.sadd(f"exag:rate:by:{rater}", item_id)
+                self.store.add_event(pipe, event)
+            self.store.transaction(write)

@@ -11,12 +11,15 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template_string, request, send_file
 
+from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig
 
+from . import browser
 from .export import FORMATS, write_export
 from .play import STAGES
 from .rating_task import RatingError
 from .schemas import ID
+from .study_check import check_study
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
 pages = Blueprint("pages", __name__)
@@ -36,11 +39,20 @@ def security_headers(response: Response) -> Response:
     return response
 
 
+def _with_browser_cookie(response: Response) -> Response:
+    """Gives a browser without one its random id (server/browser.py): HttpOnly, so no script reads it;
+    SameSite=Lax over HTTP, None (and Secure) over HTTPS so that it also works in a platform's iframe."""
+    if browser.key(request.cookies.get(browser.COOKIE)) is None:
+        response.set_cookie(browser.COOKIE, browser.new_id(), max_age=browser.MAX_AGE_S, httponly=True,
+                            secure=request.is_secure, samesite="None" if request.is_secure else "Lax")
+    return response
+
+
 @pages.get("/")
 def game_page():
     if "study" not in request.args:
         return redirect(f"/?study={services().config.default_study}")
-    return send_file(FRONTEND / "index.html", max_age=0)
+    return _with_browser_cookie(send_file(FRONTEND / "index.html", max_age=0))
 
 
 @pages.get("/image/<game_id>/<token>.png")
@@ -68,19 +80,18 @@ def healthz():
 
 @pages.get("/rate")
 def rating_page():
-    return send_file(FRONTEND / "rate.html", max_age=0)
+    return _with_browser_cookie(send_file(FRONTEND / "rate.html", max_age=0))
 
 
 def _rater() -> str:
-    rater = request.args.get("rater") if request.method == "GET" else (request.get_json(silent=True) or {}).get("rater")
-    if not isinstance(rater, str) or not ID.fullmatch(rater):
-        raise RatingError("rater must be an id of 1-64 letters, digits, '_', '-' or '.'")
-    return rater
+    """The rater of a signed link (`?rater=ID&sig=SIG`, or the JSON body's), bound to this browser."""
+    sent = request.args if request.method == "GET" else (request.get_json(silent=True) or {})
+    return services().rating.check_rater(sent.get("rater"), sent.get("sig"), request.cookies.get(browser.COOKIE))
 
 
 @pages.errorhandler(RatingError)
 def rating_error(error):
-    return jsonify({"error": str(error)}), 400
+    return jsonify({"error": str(error)}), error.status
 
 
 @pages.get("/api/rate/next")
@@ -92,9 +103,9 @@ def next_rating_item():
 @pages.post("/api/rate")
 def rate_item():
     data = request.get_json(silent=True)
-    if not isinstance(data, dict) or set(data) != {"rater", "item", "explanation_rating", "answer_rating"} \
-            or not all(isinstance(v, str) for v in data.values()):
-        raise RatingError("send JSON {rater, item, explanation_rating, answer_rating} (all strings)")
+    fields = {"rater", "sig", "item", "explanation_rating", "answer_rating"}
+    if not isinstance(data, dict) or set(data) | {"sig"} != fields or not all(isinstance(v, str) for v in data.values()):
+        raise RatingError("send JSON {rater, sig, item, explanation_rating, answer_rating} (all strings)")
     services().rating.rate(_rater(), data["item"], data["explanation_rating"], data["answer_rating"])
     return jsonify({"ok": True})
 
@@ -131,10 +142,21 @@ def _monitor() -> list[dict]:
                 games = stats.get(f"{prefix}:games", 0)
                 row[name] = stats.get(f"{prefix}:wins", 0) / games if games else None
             arms.append(row)
+        latest = sorted(participants, key=lambda p: -p["last_seen"])[:50]
+        for p in latest:
+            p["quality"] = _quality(p)
         rows.append({"study": study.to_dict(), "status": status, "arms": arms,
                      "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
-                     "participants": sorted(participants, key=lambda p: -p["last_seen"])[:50]})
+                     "participants": latest})
     return rows
+
+
+def _quality(participant: dict) -> dict:
+    """The participant's quality flags (game/quality.py), from their stored games."""
+    games = services().store.games(participant["games"])
+    played = [PlayedGame(len(state.rounds), record["finished"] - record["started"] if record.get("finished") else None)
+              for state, record in games]
+    return quality_flags(played, [r.rating for state, _ in games for r in state.rounds if r.rating])
 
 
 ADMIN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG admin</title>
@@ -158,14 +180,27 @@ form.inline{display:inline}textarea{width:100%;font-family:monospace}</style></h
 <td>{{ '%.0f%%' % (100 * a.win_rate_without) if a.win_rate_without is not none else '-' }}</td>
 <td>{{ '%.0f%%' % (100 * a.win_rate_with) if a.win_rate_with is not none else '-' }}</td></tr>{% endfor %}</table>
 <details><summary>Latest participants</summary><table><tr><th>participant</th><th>arm</th><th>stage</th>
-<th>game</th><th>last seen (s ago)</th></tr>
+<th>game</th><th>last seen (s ago)</th><th title="for preregistered exclusions: games without questions,
+games under 10 s, the same rating every round">quality flags</th><th>browser</th></tr>
 {% for p in s.participants %}<tr><td>{{p.pid}}</td><td>{{p.arm}}</td><td>{{p.stage}}</td><td>{{p.game_number + 1}}</td>
-<td>{{ '%.0f' % (now - p.last_seen) }}</td></tr>{% endfor %}</table></details>
+<td>{{ '%.0f' % (now - p.last_seen) }}</td><td>{{ p.quality.flags or '-' }}</td>
+<td>{% if p.binding %}<form class="inline" method="post" action="/admin/release"><input type="hidden" name="study"
+value="{{s.study.study_id}}"><input type="hidden" name="participant" value="{{p.pid}}"><button
+title="let the next join from another browser or session take over">Release</button></form>
+{% else %}released{% endif %}</td></tr>{% endfor %}</table></details>
 {% endfor %}
 <h2>Create a study</h2>
 <form method="post" action="/admin/studies"><p>Study config (JSON; fields: study_id, kind (controlled | at-will), arms,
-sessions, games_per_session, completion_code, redirect_url, nle, choose_arm, settings, title):</p>
+sessions, games_per_session, completion_code, redirect_url, nle, choose_arm, settings, title, agent (a checkpoint
+directory on this server or a shipped name; empty = the server's agent)):</p>
 <textarea name="config" rows="8">{{example}}</textarea><p><button>Create</button></p></form>
+<h2>Participants and raters</h2>
+<form method="post" action="/admin/release"><p>A participant who changed device: study <input name="study" size="12">
+participant <input name="participant" size="24" placeholder="prolific:ID, mturk:ID or pid:ID">
+<button>Release</button> (their next join, from any browser, takes the participation over)</p></form>
+<form method="post" action="/admin/raters"><p>Rater links: rater ids <input name="raters" size="40"
+placeholder="rater-1 rater-2 ..."> <button>Issue links</button>
+(one link per rater; one browser rates as one rater)</p></form>
 {% if message %}<p><b>{{message}}</b></p>{% endif %}
 </body></html>"""
 
@@ -200,6 +235,7 @@ def create_study():
     _admin()
     try:
         study = StudyConfig.from_dict(json.loads(request.form.get("config", "")))
+        check_study(study, services().pool, services().agents)   # the same checks as for study files
     except (ValueError, TypeError) as error:
         return _admin_page(f"Not created: {error}", 400)
     if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,
@@ -217,6 +253,46 @@ def open_or_close_study(study_id: str, action: str):
     status = "open" if action == "open" else "closed"
     services().store.save_study(found[0], status, {"type": f"study_{status}", "study": study_id})
     return redirect("/admin")
+
+
+@pages.post("/admin/release")
+def release_participant():
+    """Clears a participation's binding to its browser and session: the next join binds again."""
+    _admin()
+    store, study_id, pid = services().store, request.form.get("study", ""), request.form.get("participant", "")
+    if not ID.fullmatch(study_id) or store.participant(study_id, pid) is None:
+        return _admin_page(f"Not released: study {study_id!r} has no participant {pid!r} (ids look like "
+                           "prolific:ID, mturk:ID or pid:ID, as in the monitor)", 404)
+    with store.locked(study_id, pid):
+        participant = store.participant(study_id, pid)
+        participant["binding"] = None
+        store.commit(participant=participant, events=[{"type": "release", "study": study_id, "participant": pid,
+                                                       "game": participant.get("current_game") or ""}])
+    return redirect("/admin")
+
+
+RATER_LINKS_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG rater links</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em}textarea{width:100%;font-family:monospace}</style></head><body>
+<h1>Rater links</h1><p>Give each rater their own link; whoever has a link can rate as that rater.</p>
+<textarea rows="{{links|length + 1}}" readonly>{% for rater, link in links.items() %}{{rater}}	{{link}}
+{% endfor %}</textarea><p><a href="/admin">Back to the admin page</a></p></body></html>"""
+
+
+@pages.post("/admin/raters")
+def issue_rater_links():
+    """Signed rating links for the given rater ids (form or JSON field `raters`: ids separated by spaces or
+    commas); JSON {"links": {rater: url}} when asked for JSON, else a page listing them."""
+    _admin()
+    sent = request.get_json(silent=True) if request.is_json else request.form
+    raters = (sent or {}).get("raters", "")
+    raters = raters.replace(",", " ").split() if isinstance(raters, str) else raters
+    if not raters or not all(isinstance(r, str) and ID.fullmatch(r) for r in raters):
+        return _admin_page("No links issued: give rater ids of 1-64 letters, digits, '_', '-' or '.'", 400)
+    base = request.host_url.rstrip("/")
+    links = {r: base + services().rating.link(r) for r in dict.fromkeys(raters)}
+    if request.is_json or request.accept_mimetypes.best == "application/json":
+        return jsonify({"links": links})
+    return render_template_string(RATER_LINKS_PAGE, links=links)
 
 
 @pages.get("/admin/export.zip")

@@ -42,6 +42,17 @@ SCHEMAS: dict[str, dict[str, Field]] = {
 }
 
 
+def check_text(where: str, value: str) -> None:
+    """Text must be valid Unicode: a lone surrogate (JSON "\\ud800") is accepted by the JSON parser but
+    cannot be written as UTF-8, so stored it would break every export."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SchemaError(f"{where} contains invalid Unicode (a lone surrogate); please retype it") from None
+    if "\x00" in value:
+        raise SchemaError(f"{where} contains a NUL character")
+
+
 def validate(event: str, payload) -> dict:
     if event not in SCHEMAS:
         raise SchemaError(f"unknown event {event!r}")
@@ -61,6 +72,8 @@ def validate(event: str, payload) -> dict:
         value = payload[name]
         if not isinstance(value, spec.kind) or (spec.kind is not bool and isinstance(value, bool)):
             raise SchemaError(f"{event}: {name} must be a {_kind_name(spec.kind)}")
+        if isinstance(value, str):
+            check_text(f"{event}: {name}", value)
         if spec.max_length is not None and len(value) > spec.max_length:
             raise SchemaError(f"{event}: {name} is longer than {spec.max_length} characters")
         if spec.pattern is not None and not spec.pattern.fullmatch(value):
@@ -71,14 +84,16 @@ def validate(event: str, payload) -> dict:
 
 
 def validate_answers(answers: dict) -> None:
+    """Every questionnaire answer is text (scale items answer with one of their options' texts)."""
     if len(answers) > 50:
         raise SchemaError("questionnaire: too many answers")
     for key, value in answers.items():
         if not ID.fullmatch(str(key)):
             raise SchemaError("questionnaire: answer keys are short ids")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise SchemaError(f"questionnaire: the answer to {key} must be text or a number")
-        if isinstance(value, str) and len(value) > MAX_ANSWER_CHARS:
+        if not isinstance(value, str):
+            raise SchemaError(f"questionnaire: the answer to {key} must be text")
+        check_text(f"questionnaire: the answer to {key}", value)
+        if len(value) > MAX_ANSWER_CHARS:
             raise SchemaError(f"questionnaire: the answer to {key} is longer than {MAX_ANSWER_CHARS} characters")
 
 

@@ -1,5 +1,15 @@
-"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator)."""
+"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator).
+
+EXAG_TEST_CACHE=DIR (developers only; CI leaves it unset) keeps the tiny worlds and models between runs
+in DIR, keyed by a hash of the code that makes them, so iterating on server tests does not retrain.
+"""
 from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -9,22 +19,53 @@ from vqa_agent.world.build import build_world
 
 from tiny_worlds import AGENT_WORLD, TINY_WORLD
 
+REPO = Path(__file__).resolve().parent.parent
+MAKERS = ["vqa_agent", "explainers", "tests/tiny_worlds.py", "tests/conftest.py"]
+
+
+def _code_hash() -> str:
+    digest = hashlib.sha256()
+    for root in MAKERS:
+        paths = [REPO / root] if (REPO / root).is_file() else sorted((REPO / root).rglob("*.py"))
+        for path in paths:
+            digest.update(str(path.relative_to(REPO)).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _made_once(name: str, tmp_path_factory, make) -> Path:
+    """make(dir) -> path; cached under EXAG_TEST_CACHE when set, else in the session's temp dir."""
+    cache = os.environ.get("EXAG_TEST_CACHE")
+    if not cache:
+        return Path(make(tmp_path_factory.mktemp(name)))
+    root = Path(cache) / _code_hash()
+    root.mkdir(parents=True, exist_ok=True)
+    done = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)     # another session making the same thing: wait for it
+        if not done.exists():
+            work = root / f"{name}.partial"
+            shutil.rmtree(work, ignore_errors=True)
+            made = Path(make(work))
+            assert made == work, "cached fixtures must be made in the directory given"
+            work.rename(done)
+    return done
+
 
 @pytest.fixture(scope="session")
 def tiny_world(tmp_path_factory):
     return build_world(tmp_path_factory.mktemp("world"), TINY_WORLD, workers=1, progress=False)
 
 
-
 @pytest.fixture(scope="session")
 def agent_world(tmp_path_factory):
-    return build_world(tmp_path_factory.mktemp("agent_world"), AGENT_WORLD, workers=2, progress=False)
+    return _made_once("agent_world", tmp_path_factory,
+                      lambda out: build_world(out, AGENT_WORLD, workers=2, progress=False))
 
 
 @pytest.fixture(scope="session")
 def tiny_agent_dir(agent_world, tmp_path_factory):
-    return train_agent(agent_world, tmp_path_factory.mktemp("tiny_agent"), preset("tiny"), progress=False,
-                       log=lambda message: None)
+    return _made_once("tiny_agent", tmp_path_factory,
+                      lambda out: train_agent(agent_world, out, preset("tiny"), progress=False, log=lambda m: None))
 
 
 @pytest.fixture(scope="session")
@@ -32,5 +73,7 @@ def tiny_nle_dir(tiny_agent_dir, agent_world, tmp_path_factory):
     """A tiny NLE model for the tiny agent (seconds of real training)."""
     from explainers.nle_train import NLETrainingConfig, train_nle
 
-    return train_nle(tiny_agent_dir, agent_world, tmp_path_factory.mktemp("tiny_nle"),
-                     NLETrainingConfig(epochs=1, max_items=300, val_items=60), progress=False, log=lambda m: None)
+    return _made_once("tiny_nle", tmp_path_factory,
+                      lambda out: train_nle(tiny_agent_dir, agent_world, out,
+                                            NLETrainingConfig(epochs=1, max_items=300, val_items=60),
+                                            progress=False, log=lambda m: None))

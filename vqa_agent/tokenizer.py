@@ -6,6 +6,7 @@ words outside the vocabulary map to <unk>, so a typo degrades an answer instead 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
@@ -16,8 +17,16 @@ _CONTRACTIONS = {"what's": "what is", "where's": "where is", "there's": "there i
 _SPELLING = {"grey": "gray", "colour": "color", "colours": "colors"}
 
 
+ENGLISH_ONLY = "I only understand English questions about the objects in the images"
+
+
 class QuestionError(ValueError):
     """A question the agent cannot take (not text, or empty after normalization)."""
+
+
+def _foreign_letters(text: str) -> bool:
+    """Letters of another script (Cyrillic, Han, Greek, ...): accented Latin letters are still English-ish."""
+    return any(c.isalpha() and not c.isascii() and not unicodedata.name(c, "").startswith("LATIN") for c in text)
 
 
 def normalize(text) -> list[str]:
@@ -52,6 +61,18 @@ class Vocabulary:
     def encode(self, question: str, max_words: int) -> list[int]:
         """Word ids of a question, cut to its first max_words (they say what kind of question it is)."""
         return [self.word_index.get(w, 1) for w in normalize(question)][:max_words]
+
+    def check(self, question) -> None:
+        """Raises QuestionError with an honest message for a question this agent cannot read at all: no
+        words, words of another script, or not one word it knows. Run before a question joins a batch."""
+        if isinstance(question, str) and _foreign_letters(question):
+            raise QuestionError(ENGLISH_ONLY)
+        try:
+            words = normalize(question)
+        except QuestionError as error:
+            raise QuestionError(ENGLISH_ONLY if isinstance(question, str) else str(error)) from None
+        if not any(w in self.word_index for w in words):
+            raise QuestionError(ENGLISH_ONLY)
 
     def unknown_words(self, question: str) -> list[str]:
         return [w for w in normalize(question) if w not in self.word_index]

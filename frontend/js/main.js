@@ -125,7 +125,10 @@ socket.on("state", (data) => {
 socket.on("error", (error) => {
   clearTimeout(busyTimer);
   ctx.ui.busy = null;
-  showAlert(error && typeof error.message === "string" ? error.message : "The server refused that.");
+  const message = error && typeof error.message === "string" ? error.message : "The server refused that.";
+  showAlert(message);
+  // a refused join (another browser holds this participation, no cookie, closed study): nothing to play
+  if (!current && error && error.event === "join") stage.replaceChildren(h("p", {class: "refused", text: message}));
   render();
 });
 

@@ -1,5 +1,6 @@
-// The rating task for independent raters (/rate?rater=ID): one item at a time from GET /api/rate/next,
-// the secret image with its question, answer and explanation, two ratings, POST /api/rate, next item.
+// The rating task for independent raters (/rate?rater=ID&sig=SIG, a link the researcher issues): one item at a
+// time from GET /api/rate/next, the secret image with its question, answer and explanation, two ratings,
+// POST /api/rate, next item. The server checks the link's signature and that this browser rates as no other rater.
 import { createAlert } from "./alert.js";
 import { h, plural, safeUrl } from "./dom.js";
 import { labelFor, renderExplanation } from "./explanations/index.js";
@@ -10,7 +11,9 @@ const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 const root = document.getElementById("rate");
 const alert = createAlert(document.getElementById("alert"));
-let rater = new URLSearchParams(window.location.search).get("rater");
+const link = new URLSearchParams(window.location.search);
+const rater = link.get("rater");
+const sig = link.get("sig");
 let rated = 0;
 let overlaysHidden = false;
 
@@ -18,21 +21,8 @@ function show(...children) {
   root.replaceChildren(h("h1", {tabindex: "-1", text: "Rate the agent's explanations"}), ...children);
 }
 
-function askRater() {
-  const input = h("input", {id: "rater", name: "rater", type: "text", required: true, autocomplete: "off",
-                            pattern: "[A-Za-z0-9_.\\-]{1,64}", value: rater || ""});
-  show(h("form", {class: "rater-form", onsubmit: (event) => {
-    event.preventDefault();
-    if (!ID_PATTERN.test(input.value.trim())) return alert.show("Use 1-64 letters, digits, _, - or . for your rater id.");
-    rater = input.value.trim();
-    const params = new URLSearchParams(window.location.search);
-    params.set("rater", rater);
-    history.replaceState(null, "", `${window.location.pathname}?${params}`);
-    alert.hide();
-    next();
-  }}, h("label", {for: "rater", text: "Your rater id"}), " ", input, " ",
-    h("button", {type: "submit", class: "primary", text: "Start"})));
-  input.focus();
+function noLink() {
+  show(h("p", {class: "refused", text: "This page needs your personal rating link. Please open the link the researcher gave you."}));
 }
 
 async function requestJson(url, options) {
@@ -50,7 +40,7 @@ async function requestJson(url, options) {
 async function next() {
   show(progress(), h("p", {class: "loading", text: "Loading the next item…"}));
   try {
-    const data = await requestJson(`/api/rate/next?rater=${encodeURIComponent(rater)}`);
+    const data = await requestJson(`/api/rate/next?${new URLSearchParams({rater, sig})}`);
     if (Number.isInteger(data.rated)) rated = data.rated;   // the server counts this rater's items over all visits
     if (data.done) show(progress(), h("p", {class: "done-message", text: "There is nothing more to rate. Thank you!"}));
     else showItem(data);
@@ -105,7 +95,7 @@ async function submit(event, item) {
   button.disabled = true;
   try {
     await requestJson("/api/rate", {method: "POST", body: JSON.stringify({
-      rater, item: item.item, explanation_rating: values.get("explanation_rating"), answer_rating: values.get("answer_rating"),
+      rater, sig, item: item.item, explanation_rating: values.get("explanation_rating"), answer_rating: values.get("answer_rating"),
     })});
     rated += 1;
     alert.hide();
@@ -116,5 +106,5 @@ async function submit(event, item) {
   }
 }
 
-if (rater && ID_PATTERN.test(rater)) next();
-else askRater();
+if (rater && sig && ID_PATTERN.test(rater)) next();
+else noLink();

@@ -74,12 +74,13 @@ def test_controlled_games_show_the_arms_explanations_for_free():
     (lambda s: ask(ask(s, "q?", "no")[0], "again?", "no"), "rate"),      # skip the rating
     (lambda s: guess(ask(s, "q?", "no")[0], 1), "rate"),                 # guess before rating
     (lambda s: rate(s, RATINGS[0]), "cannot rate"),                       # rate with nothing to rate
-    (lambda s: guess(guess(s, 1)[0], 2), "game is over"),                # guess twice
-    (lambda s: ask(guess(s, 1)[0], "q?", "no"), "game is over"),         # ask after the guess
+    (lambda s: guess(guess(play_round(s), 1)[0], 2), "game is over"),    # guess twice
+    (lambda s: ask(guess(play_round(s), 1)[0], "q?", "no"), "game is over"),  # ask after the guess
     (lambda s: ask(s, "   ", "no"), "empty"),
     (lambda s: ask(s, "x" * 301, "no"), "300 characters"),
-    (lambda s: guess(s, 7), "one of the images"),
-    (lambda s: guess(s, True), "one of the images"),
+    (lambda s: guess(play_round(s), 7), "one of the images"),
+    (lambda s: guess(play_round(s), True), "one of the images"),
+    (lambda s: guess(s, 1), "ask a question before you guess"),          # the study's minimum: 1
     (lambda s: rate(ask(s, "q?", "no")[0], "great!"), "rate with one of"),
 ])
 def test_moves_out_of_turn_or_malformed_are_refused(move, message):
@@ -92,6 +93,51 @@ def test_questions_run_out():
     state = play_round(state)
     with pytest.raises(RuleError, match="no questions left"):
         ask(state, "q?", "no")
+
+
+def test_points_never_go_below_zero():
+    """Issue 10, finding 6: a controlled game (P0 = 10, cost 1) took 13 questions and went to -3."""
+    state = start(CONTROLLED)
+    for _ in range(CONTROLLED.start_points):
+        state = play_round(state)
+    assert state.points == 0 and len(state.rounds) == 10
+    with pytest.raises(RuleError, match="not enough points"):
+        ask(state, "one more?", "no")
+    state = start(AT_WILL)
+    for _ in range(AT_WILL.start_points - 1):
+        state = play_round(state)
+    state, _ = ask(state, "last one?", "no")      # 0 points left: explanations (cost 2) are refused
+    with pytest.raises(RuleError, match="not enough points for explanations"):
+        buy_explanations(state)
+    assert state.points == 0
+
+
+def test_a_study_can_require_questions_before_the_guess():
+    """Issue 10, finding 5: the paper's "guess any time" once the study's minimum is asked (default 1)."""
+    assert CONTROLLED.min_questions == AT_WILL.min_questions == 1
+    with pytest.raises(RuleError, match="ask a question before you guess"):
+        guess(start(), 2)
+    state = start(settings_named("controlled", min_questions=3))
+    with pytest.raises(RuleError, match="ask 2 more questions"):
+        guess(play_round(state), 2)
+    assert guess(play_round(play_round(play_round(state))), 2)[0].won
+    assert guess(start(settings_named("controlled", min_questions=0)), 2)[0].won   # the paper's rule
+    with pytest.raises(ValueError, match="cost more than"):
+        settings_named("controlled", min_questions=11)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"difficulty": "nightmare"}, "unknown difficulty"),
+    ({"images": "5"}, "images must be a whole number"),
+    ({"images": True}, "images must be a whole number"),
+    ({"start_points": 2.5}, "start_points must be a whole number"),
+    ({"explanations_at_will": "yes"}, "explanations_at_will must be true or false"),
+    ({"max_questions": -1}, "must not be negative"),
+    ({"min_questions": 30}, "cannot exceed max_questions"),
+])
+def test_settings_that_cannot_run_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        settings_named("controlled", **overrides)
 
 
 def test_the_player_view_hides_the_secret_until_the_guess():

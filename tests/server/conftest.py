@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from server_setup import LiveServer, server_config, write_studies
+from socket_player import socket_client
 
 from server.app import create_app
 
@@ -24,11 +25,12 @@ def app(tiny_agent_dir, agent_world, tiny_nle_dir, server_dirs):
 
 @pytest.fixture
 def connect(app):
-    """Socket.IO test clients (closed after the test)."""
+    """Socket.IO test clients (closed after the test), all in one browser unless told another:
+    connect(browser_id="other"); connect(browser_id=None) is a browser without the cookie."""
     clients = []
 
-    def make():
-        client = app.extensions["socketio"].test_client(app)
+    def make(browser_id: str | None = "browser-1"):
+        client = socket_client(app, browser_id)
         clients.append(client)
         return client
 

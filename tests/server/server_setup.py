@@ -20,6 +20,8 @@ STUDIES = {
            "nle": True, "choose_arm": True, "completion_code": "CODE-AW"},
     "realb": {"study_id": "realb", "kind": "controlled", "arms": ["none", "both"], "sessions": 4,
               "games_per_session": 1, "completion_code": "CODE-REALB"},
+    "quick": {"study_id": "quick", "kind": "controlled", "arms": ["none"], "sessions": 4, "games_per_session": 1,
+              "settings": {"min_questions": 0}, "completion_code": "CODE-QUICK"},   # the paper's "guess any time"
     "real": {"study_id": "real", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"], "sessions": 4,
              "games_per_session": 1, "completion_code": "CODE-REAL"},
 }

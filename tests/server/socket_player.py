@@ -2,6 +2,19 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from server import browser
+
+
+def socket_client(app, browser_id: str = "browser-1"):
+    """A Socket.IO test client in a browser of its own: its handshake sends the browser cookie (the one the
+    game page gives, server/browser.py) of the Flask test client it shares; the same `browser_id` is the
+    same browser, also across apps (a restarted server). `browser_id=None`: a browser without the cookie."""
+    http = app.test_client()
+    if browser_id is not None:
+        http.set_cookie(browser.COOKIE, f"test-{browser_id}")
+    return app.extensions["socketio"].test_client(app, flask_test_client=http)
 
 
 class Player:
@@ -58,6 +71,24 @@ def started(connect, study: str, pid: str, arm: str | None = None) -> Player:
     player.ok("begin", {})
     assert player.state["stage"] == "game"
     return player
+
+
+class Rater:
+    """An independent rater's browser, opened at a rating link (by default the researcher's signed link for
+    `rater_id`); opening the page gives the browser its cookie. Answers are Flask test responses."""
+
+    def __init__(self, app, rater_id: str, link: str | None = None, http=None) -> None:
+        self.http = http or app.test_client()
+        link = link or app.extensions["exag"].rating.link(rater_id)
+        assert self.http.get(link).status_code == 200
+        self.link = dict(parse_qsl(urlsplit(link).query))
+
+    def next(self):
+        return self.http.get(f"/api/rate/next?{urlencode(self.link)}")
+
+    def rate(self, item: str, explanation_rating: str = "Mostly on-point", answer_rating: str = "correct"):
+        return self.http.post("/api/rate", json={**self.link, "item": item, "explanation_rating": explanation_rating,
+                                                 "answer_rating": answer_rating})
 
 
 def events_of(app, game_id: str) -> list[dict]:

@@ -80,6 +80,13 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     sync_api.expect(page.locator("button.rating").first).to_be_enabled()
     page.keyboard.press("2")                                       # ratings work from the keyboard
     sync_api.expect(page.locator("#question")).to_be_enabled()
+    # another browser (its own cookies) with the same participant id is refused, and sees no game
+    other = browser.new_page()
+    other.on("pageerror", lambda error: errors.append(str(error)))
+    other.goto(f"{live_server.url}/?study=ctl5&pid=browser-1&arm=both")
+    sync_api.expect(other.locator("#stage")).to_contain_text("already open in another browser", timeout=TIMEOUT_MS)
+    assert other.locator("button.tile").count() == 0
+    other.close()
 
     at_will = open_game(browser, f"{live_server.url}/?study=aw&pid=browser-2", errors)
     sync_api.expect(at_will.locator("button.tile")).to_have_count(20)
@@ -91,6 +98,18 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     assert at_will.locator("#points").inner_text() != points
     rate(at_will, RATINGS[0])
     won = guess_first(at_will)
+
+    # an independent rater opens the researcher's signed link and rates one of the finished game's items
+    rater = browser.new_page()
+    rater.on("pageerror", lambda error: errors.append(str(error)))
+    rater.goto(live_server.url + live_server.app.extensions["exag"].rating.link("browser-rater"))
+    sync_api.expect(rater.locator("#progress")).to_contain_text("rated 0 items", timeout=TIMEOUT_MS)
+    rater.locator('input[name="explanation_rating"]').first.check()
+    rater.locator('input[name="answer_rating"]').first.check()
+    rater.click("#rate-submit")
+    sync_api.expect(rater.locator("#progress")).to_contain_text("rated 1 item", timeout=TIMEOUT_MS)
+    rater.goto(f"{live_server.url}/rate?rater=self-chosen")           # no signed link: no rating
+    sync_api.expect(rater.locator("#rate")).to_contain_text("personal rating link", timeout=TIMEOUT_MS)
     assert not errors, errors
 
     events = list(live_server.app.extensions["exag"].store.events())
@@ -106,3 +125,4 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     assert bool(aw["won"]) == won and aw["spent"] == 3
     shown = exported["explanations"]
     assert set(shown[shown["participant"] == "pid:browser-2"]["explainer"]) == {"attention", "objscene", "relqa", "nle"}
+    assert list(exported["rater_ratings"]["rater"]) == ["browser-rater"]

@@ -6,7 +6,7 @@ import io
 import json
 import zipfile
 
-from socket_player import Player, started
+from socket_player import Player, Rater, started
 
 from game.settings import RATINGS
 from server.bot import play_games
@@ -64,20 +64,20 @@ def test_rating_task_gives_each_item_to_three_different_raters(app, connect):
     player.ok("rate", {"game_id": gid, "rating": RATINGS[0]})
     player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
 
-    first = http.get("/api/rate/next?rater=r1").get_json()
+    raters = {name: Rater(app, name) for name in ("r1", "r2", "r3", "r4", "r5")}   # each in a browser of its own
+    first = raters["r1"].next().get_json()
     assert first["question"] == "what shape is the red object?" and first["explanation"]["kind"]
     assert http.get(first["image_url"]).data[:4] == b"\x89PNG"
     item = first["item"]
-    vote = {"item": item, "explanation_rating": "Mostly on-point", "answer_rating": "correct"}
     for rater in ("r1", "r2", "r3"):
-        assert http.post("/api/rate", json={"rater": rater, **vote}).get_json() == {"ok": True}
-    again = http.post("/api/rate", json={"rater": "r1", **vote})
+        assert raters[rater].rate(item).get_json() == {"ok": True}
+    again = raters["r1"].rate(item)
     assert again.status_code == 400 and "already" in again.get_json()["error"]
-    fourth = http.post("/api/rate", json={"rater": "r4", **vote})
+    fourth = raters["r4"].rate(item)
     assert fourth.status_code == 400 and "3 ratings" in fourth.get_json()["error"]
-    nxt = http.get("/api/rate/next?rater=r4").get_json()
+    nxt = raters["r4"].next().get_json()
     assert nxt.get("item") != item
-    assert http.post("/api/rate", json={"rater": "r5", **vote, "answer_rating": "great"}).status_code == 400
+    assert raters["r5"].rate(item, answer_rating="great").status_code == 400
     assert http.post("/api/rate", data="nonsense").status_code == 400
     assert http.get("/api/rate/next?rater=<bad>").status_code == 400
     rated = [e for e in app.extensions["exag"].store.events() if e["type"] == "rater_rating" and e["item"] == item]

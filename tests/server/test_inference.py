@@ -66,3 +66,36 @@ def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(worker,
 def test_unknown_explainers_are_refused(worker, agent_world):
     with pytest.raises(ValueError, match="not available"):
         worker.answer_round(RoundRequest(images_of(agent_world, 2, 0), "is there a cube?", 0, ("telepathy",)))
+
+
+def test_a_bad_round_fails_only_itself_never_its_batch_neighbours(worker, agent_world):
+    """Issue 10, finding 1: one round that breaks inside the batched call (here: a broken image) used to
+    fail every round batched with it."""
+    good = [RoundRequest(images_of(agent_world, 5, 5 * g), "is there a red cube?", secret=0,
+                         for_every_image=("attention",), for_the_secret=("relqa",)) for g in range(5)]
+    broken = RoundRequest([None] * 5, "is there a red cube?", secret=0)
+    requests = good[:2] + [broken] + good[2:]
+    outcomes: list = [None] * len(requests)
+
+    def play(i):
+        try:
+            outcomes[i] = worker.answer_round(requests[i])
+        except Exception as error:      # noqa: BLE001 - the outcome is what the test looks at
+            outcomes[i] = error
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(requests))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert isinstance(outcomes[2], Exception)
+    answered = [o for i, o in enumerate(outcomes) if i != 2]
+    assert all(not isinstance(o, Exception) for o in answered), answered
+    assert all(o.outputs[0].answer in ("yes", "no") for o in answered)
+
+
+@pytest.mark.parametrize("question", ["???", "😀😀", "есть ли красный куб?", "红色立方体?", "is there a красный cube?",
+                                      "xyzzy plugh"])
+def test_questions_the_agent_cannot_read_get_an_honest_message(worker, agent_world, question):
+    with pytest.raises(ValueError, match="I only understand English questions about the objects in the images"):
+        worker.answer_round(RoundRequest(images_of(agent_world, 2, 0), question, 0))

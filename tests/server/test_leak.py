@@ -6,7 +6,7 @@ import json
 
 from game.settings import RATINGS
 
-from socket_player import Player, started
+from socket_player import Player, Rater, started
 
 FORBIDDEN_KEYS = {"secret", "guess", "score", "won", "truth", "grade", "answer_grade", "program",
                   "world_images", "is_secret", "position", "probability_of_secret"}
@@ -108,19 +108,19 @@ def test_no_payload_or_response_identifies_the_secret(app, connect):
 
 
 def test_rating_items_appear_only_after_the_guess(app, connect):
-    http = app.test_client()
     player = started(connect, "aw", "leak-3")
     gid = player.game["game_id"]
     player.ok("ask", {"game_id": gid, "question": "is there a rubber cube?"})
     player.ok("explain", {"game_id": gid})
     player.ok("rate", {"game_id": gid, "rating": RATINGS[0]})
+    rater = Rater(app, "leak-rater")
 
     def items() -> set[str]:
-        seen, rater = set(), "leak-rater"
+        seen = set()
         store = app.extensions["exag"].store
         for item_id in store.redis.lrange("exag:rate:items", 0, -1):
             seen.add(json.loads(store.redis.hget(f"exag:rate:item:{item_id}", "item"))["game"])
-        http.get(f"/api/rate/next?rater={rater}")
+        assert rater.next().status_code == 200
         for item_id in store.redis.lrange("exag:rate:items", 0, -1):
             seen.add(json.loads(store.redis.hget(f"exag:rate:item:{item_id}", "item"))["game"])
         return seen

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from server_setup import server_config, write_studies
-from socket_player import Player, started
+from socket_player import Player, socket_client, started
 
 from game.settings import RATINGS
 from server.app import create_app
@@ -16,7 +16,7 @@ from server.export import tables
 def test_the_player_resumes_after_a_crash_and_after_a_restart(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
     config = server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data", write_studies(tmp_path / "studies"))
     app = create_app(config)
-    player = started(lambda: app.extensions["socketio"].test_client(app), "aw", "restart")
+    player = started(lambda: socket_client(app), "aw", "restart")
     gid = player.game["game_id"]
     player.ok("ask", {"game_id": gid, "question": "is there a large cube?"})
     player.ok("explain", {"game_id": gid})
@@ -30,7 +30,7 @@ def test_the_player_resumes_after_a_crash_and_after_a_restart(tiny_agent_dir, ag
     services.close()
 
     app = create_app(config)
-    player = Player(app.extensions["socketio"].test_client(app))
+    player = Player(socket_client(app))
     player.ok("join", {"study": "aw", "pid": "restart"})
     assert player.state == before_crash
     player.ok("rate", {"game_id": gid, "rating": RATINGS[1]})
@@ -38,7 +38,7 @@ def test_the_player_resumes_after_a_crash_and_after_a_restart(tiny_agent_dir, ag
     app.extensions["exag"].close()         # a clean stop
 
     app = create_app(config)
-    player = Player(app.extensions["socketio"].test_client(app))
+    player = Player(socket_client(app))
     player.ok("join", {"study": "aw", "pid": "restart"})
     assert player.state == before_restart
     player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
@@ -56,7 +56,7 @@ def test_export_command_writes_tidy_tables_from_a_stopped_server(tiny_agent_dir,
 
     config = server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data", write_studies(tmp_path / "studies"))
     app = create_app(config)
-    connect = lambda: app.extensions["socketio"].test_client(app)   # noqa: E731
+    connect = lambda: socket_client(app)   # noqa: E731
     for pid in ("x1", "x2"):
         player = started(connect, "ctl", pid, "relqa")
         for game in range(2):

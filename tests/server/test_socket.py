@@ -125,8 +125,10 @@ def test_bad_messages_are_refused_and_change_nothing(app, connect):
     player.client.get_received()
     player.ok("join", {"study": "ctl", "pid": "dave"})
     assert player.state == before
-    refused = [e for e in app.extensions["exag"].store.events() if e["type"] == "refused" and e["participant"] == "pid:dave"]
+    store = app.extensions["exag"].store
+    refused = [e for e in store.diagnostics(1000) if e["kind"] == "refused" and e["participant"] == "pid:dave"]
     assert len(refused) >= 10
+    assert not [e for e in store.events() if e["type"] == "refused"]     # refusals are not study events
 
 
 def test_out_of_turn_moves_are_refused(app, connect):
@@ -181,3 +183,29 @@ def test_floods_are_refused(app, connect):
     assert any("slow down" in e for e in errors)
     time.sleep(2.5)
     player.ok("join", {"study": "aw", "pid": "flood"})
+
+
+def test_one_players_unreadable_question_fails_only_their_round(app, connect):
+    """Issue 10, finding 1: six at-will players ask at once; one asks what the agent cannot read. The
+    five innocent asks are answered; the sixth gets an honest message, not "the question is empty"."""
+    import threading
+
+    players = [started(connect, "aw", f"six-{i}") for i in range(6)]
+    questions = ["is there a red cube?"] * 5 + ["есть ли красный куб?"]
+    replies: list = [None] * 6
+
+    def ask(i):
+        replies[i] = players[i].send("ask", {"game_id": players[i].game["game_id"], "question": questions[i]})
+
+    for _ in range(2):     # the second time with "???" as the odd one out
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [kind for kind, _ in replies[:5]] == ["state"] * 5, replies[:5]
+        assert replies[5][0] == "error"
+        assert "I only understand English questions" in replies[5][1]["message"]
+        for player in players[:5]:
+            player.ok("rate", {"game_id": player.game["game_id"], "rating": RATINGS[0]})
+        questions[5] = "???"

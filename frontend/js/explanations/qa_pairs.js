@@ -1,5 +1,5 @@
 // kind "qa_pairs" (RelQA): questions related to the asked one and the agent's answers to them on the
-// same image. Payload: {pairs: [{question, answer, probability, distance}]}.
+// same image. Payload: {pairs: [{question, answer, probability}]} (server/player_safe.py).
 import { h, percent } from "../dom.js";
 
 export function render(explanation) {

@@ -1,5 +1,5 @@
 // kind "words" (ObjScene): the object and scene words most relevant to the answer, most relevant first.
-// Payload: {words: [{word, score, probability, distance}]}; the bar shows p(word | image), the agent's
+// Payload: {words: [{word, score, probability}]} (server/player_safe.py); the bar shows p(word | image), the agent's
 // belief that the word is in the image; the score (lower = more relevant) is in the tooltip.
 import { h, percent } from "../dom.js";
 

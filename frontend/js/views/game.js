@@ -79,15 +79,17 @@ function controls(state, game, ui, ctx) {
   return h("div", {class: "controls"},
     game.phase === "rating" ? ratingBox(state, game, ctx) : null,
     askForm(state, game, ui, ctx),
-    guessBox(game, ui, ctx));
+    guessBox(state, game, ui, ctx));
 }
 
 function askForm(state, game, ui, ctx) {
   const setting = (state.instructions && state.instructions.setting) || {};
   const busy = Boolean(ctx.ui.busy);
-  const disabled = game.phase !== "asking" || game.questions_left <= 0 || busy;
+  const broke = game.points < game.question_cost;
+  const disabled = game.phase !== "asking" || game.questions_left <= 0 || broke || busy;
   const help = game.phase === "rating" ? "Rate the last answer before you ask again."
-    : game.questions_left <= 0 ? "No questions left: make your guess." : "Press Enter to ask.";
+    : game.questions_left <= 0 ? "No questions left: make your guess."
+    : broke ? "Not enough points for another question: make your guess." : "Press Enter to ask.";
   const input = h("input", {
     id: "question", name: "question", type: "text", autocomplete: "off", value: ui.draft, disabled,
     maxLength: setting.max_question_chars || DEFAULT_MAX_QUESTION_CHARS,
@@ -126,10 +128,13 @@ function ratingBox(state, game, ctx) {
       h("p", {class: "hint", text: "Keys 1–5 choose. A rating is needed before the next question or the guess."})));
 }
 
-function guessBox(game, ui, ctx) {
+function guessBox(state, game, ui, ctx) {
+  const setting = (state.instructions && state.instructions.setting) || {};
+  const needed = (setting.min_questions || 0) - game.rounds.length;
   const index = game.images.indexOf(ui.selected);
-  const ready = game.phase === "asking" && index >= 0 && !ctx.ui.busy;
+  const ready = game.phase === "asking" && index >= 0 && needed <= 0 && !ctx.ui.busy;
   const note = game.phase === "rating" ? "Rate the last answer before you guess."
+    : needed > 0 ? `Ask ${needed === 1 ? "a question" : `${needed} more questions`} before you guess.`
     : index >= 0 ? `Selected: image ${index + 1}. You have one guess.` : "Select an image, then guess. You have one guess.";
   return h("div", {class: "guess-box"},
     h("p", {class: "hint", id: "guess-help", text: note}),

@@ -1,0 +1,187 @@
+"""Issue 10, finding 4: the participant id is not the only credential. A participation is bound to the
+browser that began it (an HttpOnly cookie the game page gives) and to the platform's session id; the
+researcher can release it; rater ids come only from links the researcher issues, one browser one rater."""
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from socket_player import Player, Rater, started
+
+from game.settings import RATINGS
+from server import browser
+
+PROLIFIC = {"study": "realb", "PROLIFIC_PID": "5f0c1d", "STUDY_ID": "st-1", "SESSION_ID": "sess-1"}
+
+
+def browser_at(app, url: str):
+    """A browser that opened `url` (the game or rating page) and got its cookie from the server."""
+    http = app.test_client()
+    page = http.get(url)
+    assert page.status_code == 200
+    return http, page
+
+
+def socket_in(app, http) -> Player:
+    return Player(app.extensions["socketio"].test_client(app, flask_test_client=http))
+
+
+def test_the_game_page_gives_each_browser_an_httponly_cookie_once(app):
+    http, page = browser_at(app, "/?study=realb&PROLIFIC_PID=x&SESSION_ID=y")
+    cookie = page.headers["Set-Cookie"]
+    assert cookie.startswith(f"{browser.COOKIE}=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "Set-Cookie" not in http.get("/?study=realb").headers          # the browser keeps its id
+    assert browser.COOKIE in app.test_client().get("/rate").headers["Set-Cookie"]
+
+
+def test_an_impostor_with_the_same_participant_id_is_refused_and_the_owner_resumes(app):
+    owner_http, _ = browser_at(app, "/?study=realb&PROLIFIC_PID=5f0c1d&STUDY_ID=st-1&SESSION_ID=sess-1")
+    owner = socket_in(app, owner_http)
+    owner.ok("join", PROLIFIC)
+    owner.ok("consent", {"agree": True})
+    owner.ok("begin", {})
+    gid = owner.game["game_id"]
+    owner.ok("ask", {"game_id": gid, "question": "is there a red cube?"})
+    before = owner.state
+
+    impostor_http, _ = browser_at(app, "/?study=realb")                   # another browser, another cookie
+    impostor = socket_in(app, impostor_http)
+    impostor.refused("join", PROLIFIC, "already open in another browser")
+    impostor.refused("join", {**PROLIFIC, "SESSION_ID": "sess-2"}, "another browser")
+    assert impostor.state is None                                        # nothing of the owner's game was shown
+    impostor.refused("rate", {"game_id": gid, "rating": RATINGS[0]}, "join the study first")
+    impostor.refused("guess", {"game_id": gid, "image": before["game"]["images"][0]}, "join the study first")
+    # the owner's browser with another platform session id (a second Prolific submission) is refused too
+    again = socket_in(app, owner_http)
+    again.refused("join", {**PROLIFIC, "SESSION_ID": "sess-2"}, "another session")
+    again.refused("join", {k: v for k, v in PROLIFIC.items() if k != "SESSION_ID"}, "another session")
+
+    # the owner's browser resumes the exact game and plays on
+    owner.client.disconnect()
+    back = socket_in(app, owner_http)
+    back.ok("join", PROLIFIC)
+    assert back.state == before
+    back.ok("rate", {"game_id": gid, "rating": RATINGS[1]})
+    store = app.extensions["exag"].store
+    assert [e["type"] for e in store.events() if e["game"] == gid and e["type"] != "rejoin"] == \
+        ["game_start", "question", "rating"]
+
+    # MTurk: the assignment is the session
+    worker = {"study": "realb", "workerId": "A1B2", "assignmentId": "as-1", "hitId": "h-1"}
+    Player(app.extensions["socketio"].test_client(app, flask_test_client=owner_http)).ok("join", worker)
+    other = socket_in(app, browser_at(app, "/?study=realb")[0])
+    other.refused("join", worker, "another browser")
+    socket_in(app, owner_http).refused("join", {**worker, "assignmentId": "as-2"}, "another session")
+
+
+def test_the_researcher_releases_a_participant_who_changed_device(app, connect):
+    laptop = started(connect, "ctl", "mover", arm="both")
+    gid = laptop.game["game_id"]
+    laptop.ok("ask", {"game_id": gid, "question": "is there a sphere?"})
+    before = laptop.state
+    phone = Player(connect(browser_id="phone"))
+    phone.refused("join", {"study": "ctl", "pid": "mover"}, "ask the researcher to release it")
+
+    admin = app.test_client()
+    assert admin.post("/admin/release", data={"study": "ctl", "participant": "pid:mover"}).status_code == 403
+    page = admin.get("/admin?token=test-admin")                       # the monitor offers the release
+    assert b'action="/admin/release"' in page.data and b'value="pid:mover"' in page.data
+    missing = admin.post("/admin/release", data={"study": "ctl", "participant": "pid:nobody"})
+    assert missing.status_code == 404 and b"Not released" in missing.data
+    assert admin.post("/admin/release", data={"study": "ctl", "participant": "pid:mover"}).status_code == 302
+    store = app.extensions["exag"].store
+    assert store.participant("ctl", "pid:mover")["binding"] is None
+    released = [e for e in store.events() if e["type"] == "release" and e["participant"] == "pid:mover"]
+    assert len(released) == 1 and released[0]["study"] == "ctl" and released[0]["game"] == gid
+
+    # the next join, from the new device, takes the participation over; the old browser is now the other one
+    phone.ok("join", {"study": "ctl", "pid": "mover"})
+    assert phone.state == before
+    phone.ok("rate", {"game_id": gid, "rating": RATINGS[0]})
+    Player(connect()).refused("join", {"study": "ctl", "pid": "mover"}, "another browser")
+    # the laptop's tab, still open, may act no more
+    laptop.refused("ask", {"game_id": gid, "question": "is there a cube?"}, "another browser")
+    phone.ok("join", {"study": "ctl", "pid": "mover"})
+    assert len(phone.game["rounds"]) == 1
+
+
+def test_a_join_without_the_browser_cookie_is_refused(app, connect):
+    for payload in ({"study": "ctl", "pid": "no-cookie"}, {"study": "aw"}, dict(PROLIFIC, PROLIFIC_PID="nc")):
+        player = Player(connect(browser_id=None))
+        player.refused("join", payload, "allow cookies")
+        assert player.state is None
+    store = app.extensions["exag"].store
+    assert store.participant("ctl", "pid:no-cookie") is None and store.participant("realb", "prolific:nc") is None
+
+
+def finished_game_with_explanations(connect, pid: str) -> str:
+    player = started(connect, "aw", pid)
+    gid = player.game["game_id"]
+    player.ok("ask", {"game_id": gid, "question": "what color is the cube?"})
+    player.ok("explain", {"game_id": gid})
+    player.ok("rate", {"game_id": gid, "rating": RATINGS[0]})
+    player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
+    return gid
+
+
+def rater_events(app, rater: str) -> list[dict]:
+    return [e for e in app.extensions["exag"].store.events() if e["type"] == "rater_rating" and e["rater"] == rater]
+
+
+def test_unsigned_and_forged_rater_ids_are_refused(app, connect):
+    finished_game_with_explanations(connect, "rated-1")
+    vote = {"explanation_rating": "Mostly on-point", "answer_rating": "correct"}
+    http, _ = browser_at(app, "/rate?rater=sybil-a1")
+    for rater in ("sybil-a1", "sybil-a2", "sybil-a3"):                 # self-chosen ids, as in the finding
+        unsigned = http.get(f"/api/rate/next?rater={rater}")
+        assert unsigned.status_code == 403 and "not valid" in unsigned.get_json()["error"]
+    item = app.extensions["exag"].rating.next_item("someone")["item"]
+    for rater in ("sybil-a1", "sybil-a2", "sybil-a3"):
+        assert http.post("/api/rate", json={"rater": rater, "item": item, **vote}).status_code == 403
+    sig = parse_qs(urlsplit(app.extensions["exag"].rating.link("a-real-rater")).query)["sig"][0]   # a real one ...
+    forged = [{"rater": "sybil-a1", "sig": sig},                        # ... on another id
+              {"rater": "sybil-a1", "sig": "A" * len(sig)}, {"rater": "sybil-a1", "sig": ""}]
+    for link in forged:
+        assert http.get("/api/rate/next", query_string=link).status_code == 403
+        assert http.post("/api/rate", json={**link, "item": item, **vote}).status_code == 403
+    assert http.get("/api/rate/next?rater=<bad>&sig=x").status_code == 400
+    assert not any(rater_events(app, f"sybil-a{i}") for i in (1, 2, 3))
+
+
+def test_one_browser_is_one_rater(app, connect):
+    finished_game_with_explanations(connect, "rated-2")
+    first = Rater(app, "solo-1")
+    item = first.next().get_json()["item"]
+    assert first.rate(item).get_json() == {"ok": True}
+    # the same browser with another genuine rater link cannot act as a second rater
+    second_in_same_browser = Rater(app, "solo-2", http=first.http)
+    refused = second_in_same_browser.next()
+    assert refused.status_code == 403 and "one browser is one rater" in refused.get_json()["error"]
+    assert second_in_same_browser.rate(item).status_code == 403
+    assert first.next().status_code == 200                              # still its own rater
+    # the second rater in a browser of their own rates normally
+    assert Rater(app, "solo-2").rate(item).get_json() == {"ok": True}
+    assert [len(rater_events(app, r)) for r in ("solo-1", "solo-2")] == [1, 1]
+
+
+def test_the_researcher_issues_rater_links_that_work(app, connect):
+    gid = finished_game_with_explanations(connect, "rated-3")
+    admin = app.test_client()
+    assert admin.post("/admin/raters", data={"raters": "lab-1"}).status_code == 403
+    issued = admin.post("/admin/raters", json={"raters": ["lab-1", "lab-2"]}, headers={"X-Admin-Token": "test-admin"})
+    links = issued.get_json()["links"]
+    assert set(links) == {"lab-1", "lab-2"} and all("sig=" in link and "/rate?" in link for link in links.values())
+    page = admin.post("/admin/raters", data={"raters": "lab-1, lab-3", "token": "test-admin"})
+    assert page.status_code == 200 and b"lab-3" in page.data
+    assert links["lab-1"].replace("&", "&amp;").encode() in page.data          # the page lists the same link
+    assert admin.post("/admin/raters", data={"raters": "<bad>", "token": "test-admin"}).status_code == 400
+
+    rater = Rater(app, "lab-1", link=links["lab-1"].removeprefix("http://localhost"))
+    seen = []
+    while True:
+        nxt = rater.next().get_json()
+        if nxt.get("done"):
+            break
+        assert rater.rate(nxt["item"], "Exactly on-point", "somewhat correct").get_json() == {"ok": True}
+        seen.append(nxt["item"])
+    assert seen and any(e["game"] == gid for e in rater_events(app, "lab-1"))
+    assert {e["answer_rating"] for e in rater_events(app, "lab-1")} == {"somewhat correct"}
