@@ -18,7 +18,7 @@ from flask_socketio import SocketIO
 from game.study import load_study
 from vqa_agent.agent import VQAAgent
 
-from .agents import Agents, AgentUnavailable
+from .agents import Agents
 from .config import ServerConfig
 from .embedded_redis import EmbeddedRedis
 from .events import Frame, register
@@ -73,21 +73,22 @@ def create_app(config: ServerConfig | None = None) -> Flask:
                                  config.max_wait_ms)
         agents = Agents(config.agent, worker, lambda name: load_worker(config, name))
         load_studies(store, config.studies_dir, pool, agents)
-    except BaseException:
+        play = Play(store, pool, agents, config)
+        rating = RatingTask(store, {pool.world_index(i): i for i in range(len(pool))})
+
+        app = Flask(__name__, static_folder=str(FRONTEND), static_url_path="/static")
+        app.config.update(SECRET_KEY=config.secret_key, MAX_CONTENT_LENGTH=64 * 1024)
+        app.register_blueprint(pages)
+        socketio = SocketIO(app, async_mode=ASYNC_MODE, max_http_buffer_size=64 * 1024, cors_allowed_origins=[],
+                            ping_interval=10, ping_timeout=20, serializer=Frame)   # Frame: unreadable frames say why
+        register(socketio, play, store, config)
+    except BaseException:      # whatever fails, nothing this call started is left running
         if agents is not None:
             agents.close()
+        store.close()
         if embedded is not None:
             embedded.stop()
         raise
-    play = Play(store, pool, agents, config)
-    rating = RatingTask(store, {pool.world_index(i): i for i in range(len(pool))})
-
-    app = Flask(__name__, static_folder=str(FRONTEND), static_url_path="/static")
-    app.config.update(SECRET_KEY=config.secret_key, MAX_CONTENT_LENGTH=64 * 1024)
-    app.register_blueprint(pages)
-    socketio = SocketIO(app, async_mode=ASYNC_MODE, max_http_buffer_size=64 * 1024, cors_allowed_origins=[],
-                        ping_interval=10, ping_timeout=20, serializer=Frame)   # Frame: unreadable frames say why
-    register(socketio, play, store, config)
     app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents)
     app.extensions["socketio"] = socketio
     return app
