@@ -97,7 +97,7 @@ class Play:
             raise PlayError(f"there is no study {study_id!r}; check the link you were given")
         study, status = found
         worker = self._worker(study.agent)
-        missing = [m for arm in study.arms for m in self._modes(study, arm) if m in worker.unavailable]
+        missing = [m for arm in study.arms for m in explainers_of(study, arm) if m in worker.unavailable]
         if missing:
             raise PlayError(f"this study needs the {', '.join(sorted(set(missing)))} explainer, which this server "
                             "could not load; please tell the researcher")
@@ -192,7 +192,7 @@ class Play:
         state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
                                       chosen.secret, chosen.difficulty, shown)
         record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
-                  "session": number // study.games_per_session, "modes": list(self._modes(study, participant["arm"])),
+                  "session": number // study.games_per_session, "modes": list(explainers_of(study, participant["arm"])),
                   "nle": study.nle, "agent": study.agent, "started": time.time()}
         self._worker(study.agent).prepare([self.pool.image(i) for i in chosen.images])
         participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
@@ -292,10 +292,10 @@ class Play:
                   "answer_grade": grade_answer(secret_output, truth(state.secret)).label}
         view_every, logged = {}, []
         for position, explanations in enumerate(result.for_every_image):
-            view_every[state.tokens[position]] = [_for_player(e) for e in explanations]
+            view_every[state.tokens[position]] = [for_player(e) for e in explanations]
             logged += [_for_log(e, result.outputs[position], truth(position), position, state, False)
                        for e in explanations]
-        view_secret = [_for_player(e) for e in result.for_the_secret]
+        view_secret = [for_player(e) for e in result.for_the_secret]
         logged += [_for_log(e, secret_output, truth(state.secret), state.secret, state, True)
                    for e in result.for_the_secret]
         shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
@@ -308,7 +308,7 @@ class Play:
         participant = self.store.participant(study_id, pid)
         study, _ = self.store.study(study_id)
         settings = self._settings(study)
-        modes = self._modes(study, participant["arm"])
+        modes = explainers_of(study, participant["arm"])
         view = {"stage": participant["stage"],
                 "participant": {"pid": pid, "study": study_id, "kind": study.kind, "arm": participant["arm"],
                                 "game_number": participant["game_number"], "games_total": study.games,
@@ -379,9 +379,6 @@ class Play:
     def _settings(self, study: StudyConfig) -> GameSettings:
         return settings_named(study.kind, **study.settings)
 
-    def _modes(self, study: StudyConfig, arm: str) -> tuple[str, ...]:
-        return explainers_of(study, arm)
-
     @staticmethod
     def _event(kind: str, participant: dict, **payload) -> dict:
         return {"type": kind, "time": time.time(), "study": participant["study"], "participant": participant["pid"],
@@ -396,11 +393,6 @@ class Play:
 def _for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
     """At-will: the explainers run on the secret image when explanations are bought."""
     return settings.for_the_secret + (("nle",) if nle else ())
-
-
-def _for_player(explanation) -> dict:
-    """What the page is sent: the fields it shows, at the precision it shows them (server/player_safe.py)."""
-    return for_player(explanation)
 
 
 def _for_log(explanation, output, truth: GroundTruth, position: int, state: GameState, for_secret: bool) -> dict:
