@@ -259,6 +259,72 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exclude_flags(text: str | None) -> frozenset[str] | None:
+    """--exclude fast_games,straight_lined -> those flags (analyze checks them); "none" or "" -> none;
+    not given -> None (analyze's default: none)."""
+    if text is None:
+        return None
+    return frozenset(f.strip() for f in text.split(",") if f.strip() and f.strip() != "none")
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from experiments.analysis import AnalysisError, analyze, load_tables
+    from experiments.analysis.write import write_report
+
+    if (args.data is None) == (args.redis_url is None):
+        raise ValueError("pass one of --data PATH (an `exag export` directory or a server data directory such as "
+                         "data/server) or --redis-url URL")
+    exclude = _exclude_flags(args.exclude)
+    try:
+        tables = load_tables(args.redis_url or args.data, studies=args.study or None)
+        report = analyze(tables, bench_dir=args.bench, progress=True,
+                         **({"exclude_flags": exclude} if exclude is not None else {}))
+    except AnalysisError as error:
+        print(f"exag: error: {error}", file=sys.stderr)
+        return 2
+    written = write_report(report, args.out, progress=True)
+    print(_analysis_summary(report, written))
+    return 0
+
+
+def _analysis_summary(report: dict, written: dict) -> str:
+    """A few lines: Table 1's overall row, at-will with/without explanations, what is missing, where it went."""
+    def rate(cell: dict | None, key: str = "win_rate") -> str:
+        if not cell or cell.get(key) is None:
+            return "-"
+        ci = cell.get("ci") or [None, None]
+        interval = f" [{ci[0]:.0%}, {ci[1]:.0%}]" if None not in ci else ""
+        return f"{cell[key]:.1%}{interval} (n={cell.get('n_games', 0)})"
+
+    def p(value) -> str:
+        return "p -" if value is None else "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
+
+    n = report.get("n") or {}
+    lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
+             f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
+    rows = {r.get("mode"): r for r in (report.get("controlled") or {}).get("table1") or []}
+    overall = rows.get("overall")
+    if overall:
+        lines.append(f"Table 1, overall: win rate with explanations {rate(overall.get('with_expl'))}, without "
+                     f"{rate(overall.get('no_expl'))}, group baseline {rate(overall.get('group_baseline'))}; "
+                     f"{p(overall.get('p_value'))} (z-test), {p(overall.get('p_value_clustered'))} (clustered)")
+    else:
+        lines.append(f"Table 1: {(report.get('controlled') or {}).get('missing') or 'no controlled games'}")
+    used = (report.get("at_will") or {}).get("explanations_used") or {}
+    if used.get("with") or used.get("without"):
+        lines.append(f"At-will: win rate using explanations {rate(used.get('with'))}, never using them "
+                     f"{rate(used.get('without'))}; {p(used.get('p_value'))} (z-test), "
+                     f"{p(used.get('p_value_clustered'))} (clustered)")
+    else:
+        lines.append(f"At-will: {(report.get('at_will') or {}).get('missing') or 'no at-will games'}")
+    notes = report.get("notes") or []
+    if notes:
+        lines.append(f"{len(notes)} note(s) on what is missing: see the report's 'What is missing'")
+    lines.append(f"report: {written['html']} (numbers: {written['json']}, figures: {written['figures']}, "
+                 f"tables: {written['tables']})")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exag", description="ExAG: explanation-assisted image guessing "
                                      "games, their agents, explainers and analysis.")
@@ -445,6 +511,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--redis-url", default=None)
     export.add_argument("--data-dir", type=Path, default=Path("data/server"))
     export.set_defaults(run=_export)
+
+    analyze = commands.add_parser(
+        "analyze", help="the paper's Table 1 and Figures 5-10 from the logs, as an HTML report",
+        description="Analyse the logged games: Table 1 (controlled studies, with participant-clustered tests), "
+                    "at-will use and adoption of explanations, win rates by helpfulness and correctness ratings "
+                    "(Figures 5-10), rater agreement, and the benchmarks beside them. Writes OUT/report.json, "
+                    "OUT/report.html (self-contained), OUT/figures/ (PNG and SVG) and OUT/tables/ (CSV).")
+    analyze.add_argument("--data", type=Path, default=None,
+                         help="an `exag export` directory (CSV, Parquet or JSONL) or a server data directory "
+                              "(e.g. data/server)")
+    analyze.add_argument("--redis-url", default=None, help="read the event log from this Redis instead of --data")
+    analyze.add_argument("--out", type=Path, required=True, help="directory for the report")
+    analyze.add_argument("--study", action="append", default=None, metavar="ID",
+                         help="only this study (repeat for several; default: every study)")
+    analyze.add_argument("--bench", type=Path, default=None,
+                         help="directory of `exag bench ... --json` results to show beside the study")
+    analyze.add_argument("--exclude", default=None, metavar="FLAGS",
+                         help="exclude participants with any of these quality flags, comma-separated: "
+                              "no_questions, fast_games, straight_lined (default: exclude none)")
+    analyze.set_defaults(run=_analyze)
     return parser
 
 

@@ -172,6 +172,7 @@ form.inline{display:inline}textarea{width:100%;font-family:monospace}</style></h
 <form class="inline" method="post" action="/admin/studies/{{s.study.study_id}}/{{ 'close' if s.status == 'open' else 'open' }}">
 <button>{{ 'Close' if s.status == 'open' else 'Open' }} study</button></form>
 <a href="/?study={{s.study.study_id}}">participant link</a> (add &amp;PROLIFIC_PID=... or &amp;pid=...)
+&middot; <a href="/admin/report?study={{s.study.study_id|urlencode}}">live report</a> (Table 1, figures 5-10, from the games so far)
 <p>Stages: {% for k, v in s.stages.items() %}{{k}} {{v}} &middot; {% endfor %}</p>
 <table><tr><th>arm</th><th>participants</th><th>games</th><th>wins</th><th>win rate</th>
 <th>without expl.</th><th>with expl.</th></tr>
@@ -269,6 +270,45 @@ def release_participant():
         store.commit(participant=participant, events=[{"type": "release", "study": study_id, "participant": pid,
                                                        "game": participant.get("current_game") or ""}])
     return redirect("/admin")
+
+
+@pages.get("/admin/report")
+def admin_report():
+    """The analysis report (`exag analyze`'s report.html) of one study, built from the live event log, so
+    the researcher watches the effect form while the study runs; it reloads itself every minute."""
+    _admin()
+    study_id = request.args.get("study", "")
+    if not ID.fullmatch(study_id) or services().store.study(study_id) is None:
+        abort(404)
+    return Response(_live_report(study_id), mimetype="text/html")
+
+
+LIVE_REPORT_REFRESH_S = 60
+
+
+def _live_report(study_id: str) -> str:
+    # the analysis (pandas, statsmodels, matplotlib) loads on the first report, not with the server
+    from experiments.analysis.data import AnalysisError, Tables
+    from experiments.analysis.figures import draw_figures
+    from experiments.analysis.html import render_html
+    from experiments.analysis.report import analyze
+
+    from .export import tables
+
+    source = f"the live event log (study {study_id})"
+    frames = tables(list(services().store.events()))
+    try:
+        live = Tables.from_frames(frames, source)
+        live = live.only([study_id]) if study_id in live.study_ids() else None
+    except AnalysisError:                         # not expected of the export's own tables; report it empty
+        live = None
+    if live is None:                              # no game yet: the report builds, empty, and says so
+        live = Tables.from_frames({name: frame.iloc[0:0] for name, frame in frames.items()}, source,
+                                  notes=[f"study {study_id} has no games yet"])
+    report = analyze(live)
+    with tempfile.TemporaryDirectory(prefix="exag-live-report-") as tmp:
+        return render_html(report, draw_figures(report, tmp), title=f"ExAG live report: {study_id}",
+                           refresh_s=LIVE_REPORT_REFRESH_S)
 
 
 RATER_LINKS_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG rater links</title>

@@ -1,0 +1,141 @@
+"""Controlled studies: the paper's Table 1 and what a careful reading adds (RESEARCH.md 1 and 7).
+
+Blocks as the study ran them: block b is session b-1; odd blocks are played without explanations, even
+blocks with (in arms that show them). Per arm, "with expl" pools the games of the even blocks, "no expl"
+those of the odd blocks (the paper's blocks 1 and 3, and 2 and 4, for 4 sessions), and the group
+baseline is block 1. Rows: each arm that shows explanations, "overall" (those arms together) and
+"overall_inc_none" (also the arms without explanations, the paper's WithoutExpl group, whose odd blocks
+join "no expl" and whose block 1 joins the baseline). Games are pooled, so a block mean weighs each of
+its games once (the paper's mean of block means, when every participant finishes every block).
+
+Tests: the paper's p compares with- and no-explanation win rates; here that is a two-proportion z-test
+(games as independent), next to the participant-clustered GEE logistic regression (`p_value_clustered`)
+with the odds ratio, and OLS with participant-clustered errors for the differences' CIs. Beyond the
+paper: win rate by block per arm, the control group's practice effect (its even vs odd blocks), and the
+explanation effect net of practice (the interaction of even block and explanation arm, clustered), and
+the improvement within participants (each participant's own with- minus no-explanation rate, averaged:
+the paper's "improvement" column is not with minus no expl, e.g. RelQAs 6.80 - 6.03 = 0.77 but 1.23
+printed, and may be such a per-participant mean).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .frames import CONTROLLED, Frames, arms_of
+from .stats import clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of
+
+OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
+PAIRED = "paired t-test over participants of their own with- minus no-explanation win rate (statsmodels)"
+
+
+def cell(games: pd.DataFrame) -> dict:
+    """A Table 1 cell: mean score and win rate (with CIs), games and participants."""
+    score = mean_ci(games["score"])
+    return {**rate_of(games["won"]), "score": score["mean"], "score_ci": score["ci"],
+            "n_participants": int(games["cluster"].nunique())}
+
+
+def _odd(games: pd.DataFrame) -> pd.Series:
+    """Games in odd blocks; a game whose block is unknown counts by whether it showed explanations."""
+    return (games["block"] % 2 == 1) | (games["block"].isna() & (games["shows"] == 0))
+
+
+def row(mode: str, games: pd.DataFrame) -> dict:
+    """One row of Table 1 over these games (one arm, or several pooled)."""
+    with_expl, no_expl = games[games["shows"] == 1], games[(games["shows"] == 0) & _odd(games)]
+    baseline = games[games["block"] == 1]
+    both = pd.concat([with_expl, no_expl])
+    win = compare_rates(both["won"], both["shows"], both["cluster"])
+    score = clustered_difference(both["score"], both["shows"], both["cluster"])
+    cells = {"with_expl": cell(with_expl), "no_expl": cell(no_expl), "group_baseline": cell(baseline)}
+
+    def minus(key: str):
+        a, b = cells["with_expl"][key], cells["no_expl"][key]
+        return None if a is None or b is None else a - b
+    notes = [n for n in (win.get("note"), score.get("note")) if n]
+    return {"mode": mode, "arms": sorted(games["arm"].unique().tolist()), **cells,
+            "improvement": {"score": minus("score"), "win_rate": minus("win_rate"), "score_ci": score["ci"],
+                            "win_rate_ci": win["difference_ci"], "odds_ratio": win["odds_ratio"],
+                            "odds_ratio_ci": win["odds_ratio_ci"]},
+            "improvement_within_participants": within_participants(both),
+            "improvement_over_baseline": {key: _minus(cells["with_expl"][key], cells["group_baseline"][key])
+                                          for key in ("score", "win_rate")},
+            "p_value": win["p_value"], "test": win["test"], "p_value_clustered": win["p_value_clustered"],
+            "test_clustered": win["test_clustered"], "p_value_score_clustered": score["p_value"],
+            "test_score_clustered": score["method"], "n_participants": int(games["cluster"].nunique()),
+            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+
+
+def within_participants(games: pd.DataFrame) -> dict:
+    """The mean over participants of their own with- minus no-explanation win rate and score (only
+    participants who played both), with t CIs and the paired t-test: each participant is their own control."""
+    means = games.groupby(["cluster", "shows"])[["won", "score"]].mean().unstack("shows")
+    if ("won", 1.0) not in means.columns or ("won", 0.0) not in means.columns:
+        return {"n_participants": 0, "win_rate": None, "win_rate_ci": None, "score": None, "score_ci": None,
+                "p_value": None, "test": PAIRED}
+    means = means.dropna(subset=[("won", 1.0), ("won", 0.0)])
+    win = mean_test(means[("won", 1.0)] - means[("won", 0.0)])
+    score = mean_test(means[("score", 1.0)] - means[("score", 0.0)])
+    return {"n_participants": int(len(means)), "win_rate": win["mean"], "win_rate_ci": win["ci"],
+            "score": score["mean"], "score_ci": score["ci"], "p_value": win["p_value"], "test": PAIRED}
+
+
+def _minus(a, b):
+    return None if a is None or b is None else a - b
+
+
+def by_block(games: pd.DataFrame) -> list[dict]:
+    """Win rate and mean score per arm and block: the learning curve under the schedule."""
+    known = games[games["block"].notna()]
+    grouped = known.groupby(["arm", "block"]).agg(n=("won", "size"), wins=("won", "sum"), score=("score", "mean"),
+                                                  shows=("shows", "max")).reset_index()
+    return [{"arm": r.arm, "block": int(r.block), "with_expl": bool(r.shows == 1), **rate(r.wins, r.n),
+             "score": float(r.score) if pd.notna(r.score) else None} for r in grouped.itertuples()]
+
+
+def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
+    """The arms without explanations, even vs odd blocks: how much practice alone changes."""
+    control = games[games["arm"].isin(control_arms) & games["block"].notna()]
+    if control.empty:
+        return {"missing": "no arm without explanations (the paper's WithoutExpl group) with known blocks"}
+    even = (control["block"] % 2 == 0).astype(float)
+    result = compare_rates(control["won"], even, control["cluster"])
+    return {"arms": control_arms, "even_blocks": cell(control[even == 1]), "odd_blocks": cell(control[even == 0]),
+            **{k: result[k] for k in ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value",
+                                      "p_value_clustered", "test", "test_clustered")},
+            **({"note": result["note"]} if "note" in result else {})}
+
+
+def net_of_practice(games: pd.DataFrame) -> dict:
+    """Explanations' effect beyond practice: won ~ even block + explanation arm + their interaction,
+    participant-clustered GEE; the interaction's odds ratio is the effect of showing explanations."""
+    known = games[games["block"].notna()]
+    if known.empty or known["expl_arm"].nunique() < 2:
+        return {"missing": "needs arms with and without explanations, with known blocks"}
+    even = (known["block"] % 2 == 0).astype(float)
+    exog = pd.DataFrame({"even_block": even, "explanation_arm": known["expl_arm"],
+                         "explanations_shown": even * known["expl_arm"]})
+    fitted = gee_logit(known["won"], exog, known["cluster"], "explanations_shown")
+    return {"model": "won ~ even_block + explanation_arm + even_block:explanation_arm", **fitted}
+
+
+def controlled(frames: Frames) -> dict:
+    """The `controlled` section of the report for the controlled studies in `frames`."""
+    games = frames.games[frames.games["kind"] == CONTROLLED]
+    if games.empty:
+        return {"table1": [], "missing": "no finished games of a controlled study"}
+    expl_arms, control_arms = arms_of(games)
+    rows = [row(arm, games[games["arm"] == arm]) for arm in expl_arms]
+    notes = []
+    if not expl_arms:
+        notes.append("no arm shows explanations: Table 1 has no rows but overall_inc_none")
+    else:
+        rows.append(row(OVERALL, games[games["arm"].isin(expl_arms)]))
+    if not control_arms:
+        notes.append("no arm without explanations (WithoutExpl group): overall_inc_none equals overall")
+    rows.append(row(OVERALL_INC_NONE, games))
+    blocks = sorted(int(b) for b in games["block"].dropna().unique())
+    return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
+            "control_arms": control_arms, "blocks": blocks,
+            "by_block": by_block(games), "control_group": control_group(games, control_arms),
+            "net_of_practice": net_of_practice(games), **({"notes": notes} if notes else {})}

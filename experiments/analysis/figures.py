@@ -1,0 +1,505 @@
+"""The paper's Figures 5-10 drawn from a report dict (report.py's docstring is the shape it reads):
+nothing is computed here beyond picking the report's numbers. Error bars are the report's 95% intervals
+and every point is annotated with the number of ratings, items or games behind it.
+
+    paths = draw_figures(report, "report/figures")      # fig5_adoption.png, fig5_adoption.svg, ...
+    text = caption("fig7_win_by_helpfulness", report)    # what a figure shows, for the HTML report
+
+A figure without data still renders, with "no data yet: ..." and the report's reason. Drawing uses
+matplotlib's object API on the Agg canvas (no pyplot state), so it is safe in a server thread.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+FIGURES = ("fig5_adoption", "fig6_ratings", "fig7_win_by_helpfulness", "fig8_difficulty_by_rating",
+           "fig9_win_by_correctness", "fig10_answer_correctness")
+FORMATS = ("png", "svg")
+DPI = 110
+PANEL_SIZE = (4.3, 3.5)           # inches per panel
+COLORS = ("#1f5fa8", "#d0672a", "#2f8f46", "#8e44ad", "#b03a48", "#6b6b6b", "#c9a227")
+BASELINE_COLOR = "#7a7a7a"
+# the paper's short names for the rating scales (RESEARCH.md 1)
+SHORT = {"Helping a lot": "Excellent", "Mostly helping": "Mostly Good", "Somewhat helpful": "Somewhat",
+         "Not helping much": "Not Much", "Completely confusing": "Confusing",
+         "Exactly on-point": "On-point", "Mostly on-point": "Mostly on-point", "Indifferent": "Indifferent",
+         "Somewhat off": "Somewhat off", "Completely wrong": "Wrong",
+         "correct": "correct", "somewhat correct": "somewhat", "completely wrong": "wrong"}
+MODE_NAMES = {"overall": "Overall", "overall_inc_none": "Overall inc. no-expl. group", "attention": "Attention",
+              "relqa": "RelQAs", "both": "Both", "objscene": "ObjScene", "nle": "NLE", "introspect": "Introspect",
+              "none": "WithoutExpl"}
+GROUP_NAMES = {"explained_on_point": "with explanations rated above Indifferent",
+               "without_explanations": "without explanations"}
+
+
+# --- reading the report ------------------------------------------------------------------------------
+
+def _section(report: dict, *path: str):
+    value = report
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def missing(section, what: str) -> str | None:
+    """Why a section has nothing to draw, or None when it has."""
+    if section is None:
+        return f"the report has no {what}"
+    if isinstance(section, dict) and section.get("missing"):
+        return str(section["missing"])
+    return None
+
+
+def mode_name(mode: str) -> str:
+    return MODE_NAMES.get(mode, mode.replace("+", " + "))
+
+
+def _label(text) -> str:
+    text = SHORT.get(str(text), str(text))
+    return "\n".join(textwrap.wrap(text, 11)) or text
+
+
+def _fmt_p(p) -> str:
+    if p is None:
+        return "n/a"
+    return "< 0.0001" if p < 1e-4 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def _n_range(points: list[dict], key: str = "n_games") -> str:
+    values = [p.get(key) for p in points if isinstance(p.get(key), (int, float))]
+    if not values:
+        return "none"
+    lo, hi = int(min(values)), int(max(values))
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+# --- drawing helpers -----------------------------------------------------------------------------------
+
+def _figure(panels: int, rows: int = 1, sharey: bool = False) -> tuple[Figure, list]:
+    figure = Figure(figsize=(PANEL_SIZE[0] * panels, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, panels, squeeze=False, sharey=sharey).ravel().tolist()
+    return figure, axes
+
+
+def _no_data(ax, reason: str) -> None:
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for side in ax.spines.values():
+        side.set_color("#cccccc")
+    ax.text(0.5, 0.5, "\n".join(textwrap.wrap(f"no data yet: {reason}", 40)), ha="center", va="center",
+            transform=ax.transAxes, fontsize=9, color="#555555")
+
+
+def _panel_title(ax, letter: str, title: str) -> None:
+    ax.set_title(f"({letter}) {title}", fontsize=10, loc="left")
+
+
+def _errorbars(ax, points: list[dict], ykey: str, *, color: str, label: str | None = None, offset: float = 0.0,
+               nkey: str | None = "n_games", nlabel: str = "", line: bool = True, linewidth: float = 1.3,
+               n_on_top: bool = False) -> bool:
+    """Points with their CI as error bars and n above each; returns whether anything had a value."""
+    xs, ys, lows, highs = [], [], [], []
+    for i, p in enumerate(points):
+        y = p.get(ykey)
+        if y is None:
+            continue
+        ci = p.get("ci") or [None, None]
+        lo = ci[0] if ci[0] is not None else y
+        hi = ci[1] if ci[1] is not None else y
+        xs.append(i + offset)
+        ys.append(y)
+        lows.append(max(0.0, y - lo))
+        highs.append(max(0.0, hi - y))
+    if not xs:
+        return False
+    ax.errorbar(xs, ys, yerr=[lows, highs], fmt="o-" if line else "o", color=color, label=label, capsize=3,
+                markersize=4.5, linewidth=linewidth, elinewidth=1)
+    for x, y, high, p in zip(xs, ys, highs, [p for p in points if p.get(ykey) is not None]):
+        n = p.get(nkey) if nkey else None
+        if n is None:
+            continue
+        if n_on_top:                              # along the top edge, clear of the other series
+            ax.annotate(f"{nlabel}{int(n)}", (x, 0.985), xycoords=("data", "axes fraction"), ha="center", va="top",
+                        fontsize=6.5, color=color)
+        else:
+            ax.annotate(f"{nlabel}{int(n)}", (x, y + high), textcoords="offset points", xytext=(0, 3), ha="center",
+                        fontsize=6.5, color=color)
+    return True
+
+
+def _corner(ax, text: str) -> None:
+    ax.text(0.98, 0.02, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#333333",
+            bbox={"facecolor": "white", "edgecolor": "#cccccc", "boxstyle": "round,pad=0.25", "alpha": 0.9})
+
+
+def _categories(ax, labels: list[str]) -> None:
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels([_label(t) for t in labels], fontsize=7.5)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+
+
+def _percent_axis(ax, label: str) -> None:
+    ax.set_ylim(0, 1.08)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"], fontsize=8)
+    ax.set_ylabel(label, fontsize=9)
+    ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
+
+
+def _baseline(ax, rate: dict | None, label: str) -> None:
+    if not isinstance(rate, dict) or rate.get("win_rate") is None:
+        return
+    y = rate["win_rate"]
+    ax.axhline(y, color=BASELINE_COLOR, linestyle="--", linewidth=1,
+               label=f"{label} {y:.0%} (n={rate.get('n_games', 0)} games)")
+    ci = rate.get("ci")
+    if ci and None not in ci:
+        ax.axhspan(ci[0], ci[1], color=BASELINE_COLOR, alpha=0.12, linewidth=0)
+
+
+# --- the figures ---------------------------------------------------------------------------------------
+
+def fig5_adoption(report: dict) -> Figure:
+    figure, (by_play_ax, halves_ax) = _figure(2)
+    adoption = _section(report, "at_will", "adoption")
+    reason = missing(_section(report, "at_will"), "at-will section") or missing(adoption, "adoption")
+    _panel_title(by_play_ax, "a", "games using explanations, by play")
+    _panel_title(halves_ax, "b", "first vs second half of plays")
+    if reason:
+        _no_data(by_play_ax, reason)
+        _no_data(halves_ax, reason)
+        return figure
+    points = adoption.get("by_play") or []
+    if _errorbars(by_play_ax, points, "share", color=COLORS[0], nkey="n_games"):
+        by_play_ax.set_xticks(range(len(points)))
+        by_play_ax.set_xticklabels([str(p.get("play")) for p in points], fontsize=7)
+        by_play_ax.set_xlabel("play (the participant's n-th game)", fontsize=9)
+        _percent_axis(by_play_ax, "games with explanations")
+    else:
+        _no_data(by_play_ax, "no at-will games")
+    halves = [adoption.get("first_half") or {}, adoption.get("second_half") or {}]
+    if any(h.get("share") is not None for h in halves):
+        for i, half in enumerate(halves):
+            if half.get("share") is None:
+                continue
+            ci = half.get("ci") or [half["share"], half["share"]]
+            halves_ax.bar(i, half["share"], width=0.55, color=COLORS[i], alpha=0.85,
+                          yerr=[[half["share"] - ci[0]], [ci[1] - half["share"]]], capsize=4)
+            halves_ax.annotate(f"{half['share']:.0%}\nn={half.get('n_games', 0)}", (i, ci[1]),
+                               textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+        _categories(halves_ax, ["first half", "second half"])
+        _percent_axis(halves_ax, "games with explanations")
+        _corner(halves_ax, f"p = {_fmt_p(adoption.get('p_value'))} (z-test)\n"
+                           f"p = {_fmt_p(adoption.get('p_value_clustered'))} (participant-clustered)")
+    else:
+        _no_data(halves_ax, "no at-will games")
+    return figure
+
+
+def _histogram(ax, hists: dict, title: str, letter: str) -> None:
+    """Grouped bars of shares per rating, one group per key of `hists` (each a list of bins)."""
+    _panel_title(ax, letter, title)
+    usable = {k: v for k, v in hists.items() if isinstance(v, list) and v and sum(b.get("count") or 0 for b in v)}
+    if not usable:
+        reasons = [v.get("missing") for v in hists.values() if isinstance(v, dict) and v.get("missing")]
+        _no_data(ax, reasons[0] if reasons else f"no {title.lower()}")
+        return
+    labels = [b.get("rating") for b in max(usable.values(), key=len)]
+    width = 0.8 / len(usable)
+    for j, (name, bins) in enumerate(usable.items()):
+        by_label = {b.get("rating"): b for b in bins}
+        total = sum(b.get("count") or 0 for b in bins)
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(labels))]
+        shares = [(by_label.get(label) or {}).get("share") or 0 for label in labels]
+        ax.bar(xs, shares, width=width * 0.92, color=COLORS[j % len(COLORS)], label=f"{name} (n={total})")
+        for x, label, share in zip(xs, labels, shares):
+            count = (by_label.get(label) or {}).get("count") or 0
+            ax.annotate(str(count), (x, share), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=6)
+    _categories(ax, labels)
+    _percent_axis(ax, "share of ratings")
+    ax.set_ylim(0, max(0.5, min(1.08, max((b.get("share") or 0) for v in usable.values() for b in v) + 0.15)))
+    ax.set_yticks([t for t in (0, 0.25, 0.5, 0.75, 1.0) if t <= ax.get_ylim()[1]])
+    ax.set_yticklabels([f"{t:.0%}" for t in ax.get_yticks()], fontsize=8)
+    ax.legend(fontsize=6.5, loc="upper right")
+
+
+def fig6_ratings(report: dict) -> Figure:
+    figure, axes = _figure(3)
+    hist = _section(report, "rating_histograms")
+    reason = missing(hist, "rating histograms")
+    if reason:
+        for ax, (letter, title) in zip(axes, (("a", "helpfulness (players)"), ("b", "explanation correctness"),
+                                              ("c", "answer correctness"))):
+            _panel_title(ax, letter, title)
+            _no_data(ax, reason)
+        return figure
+    helpfulness = {mode_name(m): h for m, h in (hist.get("helpfulness") or {}).items()}
+    _histogram(axes[0], helpfulness, "helpfulness (players)", "a")
+    expl = hist.get("explanation_correctness") or {}
+    _histogram(axes[1], {f"{source}, {mode_name(k)}": v
+                         for source in ("automatic", "raters") if isinstance(expl.get(source), dict)
+                         for k, v in expl[source].items() if k == "overall"} or
+               {source: expl.get(source) for source in ("automatic", "raters") if expl.get(source) is not None},
+               "explanation correctness", "b")
+    answer = hist.get("answer_correctness") or {}
+    _histogram(axes[2], {source: answer.get(source) for source in ("automatic", "raters")
+                         if answer.get(source) is not None}, "answer correctness", "c")
+    return figure
+
+
+def _modes(points: dict) -> list[str]:
+    """The report's order (the paper's), overall first."""
+    return sorted(points, key=lambda m: m not in ("overall", "overall_inc_none"))
+
+
+def fig7_win_by_helpfulness(report: dict) -> Figure:
+    section = _section(report, "by_helpfulness")
+    reason = missing(section, "win rates by helpfulness")
+    points = (section or {}).get("points") or {} if not reason else {}
+    modes = _modes(points) or ["overall"]
+    figure, axes = _figure(len(modes))
+    for i, (ax, mode) in enumerate(zip(axes, modes)):
+        _panel_title(ax, "abcdefghij"[i], mode_name(mode))
+        mine = points.get(mode) or []
+        if reason or not _errorbars(ax, mine, "win_rate", color=COLORS[0], label="win rate by rating", nkey="n",
+                                    nlabel="n="):
+            _no_data(ax, reason or "no rated rounds with explanations")
+            continue
+        _baseline(ax, (section.get("baseline") or {}).get(mode), "no-expl. baseline")
+        _categories(ax, [p.get("rating") for p in mine])
+        _percent_axis(ax, "win rate")
+        ax.set_xlabel("helpfulness rating of the round", fontsize=8)
+        ax.legend(fontsize=6.5, loc="lower left")
+    return figure
+
+
+def fig8_difficulty_by_rating(report: dict) -> Figure:
+    section = _section(report, "difficulty_by_rating")
+    reason = missing(section, "difficulty by rating")
+    points = (section or {}).get("points") or {} if not reason else {}
+    modes = _modes(points) or ["overall"]
+    figure, axes = _figure(len(modes), sharey=True)
+    for i, (ax, mode) in enumerate(zip(axes, modes)):
+        _panel_title(ax, "abcdefghij"[i], mode_name(mode))
+        mine = points.get(mode) or []
+        if reason or not _errorbars(ax, mine, "mean_difficulty", color=COLORS[2], nkey="n", nlabel="n="):
+            _no_data(ax, reason or "no rated rounds with a known set difficulty")
+            continue
+        _categories(ax, [p.get("rating") for p in mine])
+        ax.set_ylabel("mean set difficulty", fontsize=9)
+        ax.set_xlabel("helpfulness rating of the round", fontsize=8)
+        ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
+        corr = ((section.get("correlation") or {}).get(mode) or {})
+        if corr.get("spearman") is not None:
+            _corner(ax, f"Spearman {corr['spearman']:.2f}, p = {_fmt_p(corr.get('spearman_p'))}")
+    return figure
+
+
+def fig9_win_by_correctness(report: dict) -> Figure:
+    figure, axes = _figure(2)
+    section = _section(report, "by_correctness")
+    top = missing(section, "win rates by correctness")
+    for i, (ax, source, title) in enumerate(zip(axes, ("raters", "automatic"),
+                                                ("rated by independent raters", "graded automatically"))):
+        _panel_title(ax, "ab"[i], f"explanation correctness, {title}")
+        data = None if top else section.get(source)
+        reason = top or missing(data, f"{source} correctness")
+        by = (data or {}).get("points") or {} if not reason else {}
+        drawn = False
+        for j, name in enumerate(_modes(by)):
+            drawn |= _errorbars(ax, by[name], "win_rate", color=COLORS[j % len(COLORS)],
+                                label=f"{mode_name(name)} (n={_n_range(by[name], 'n')} per point)",
+                                offset=(j - (len(by) - 1) / 2) * 0.1, nkey="n" if name == "overall" else None,
+                                nlabel="n=", n_on_top=True, linewidth=2.2 if name == "overall" else 1.0)
+        if not drawn:
+            _no_data(ax, reason or "no rated explanations of the secret image")
+            continue
+        _categories(ax, [p.get("rating") for p in max(by.values(), key=len)])
+        _percent_axis(ax, "win rate")
+        ax.set_xlabel("explanation correctness", fontsize=8)
+        ax.legend(fontsize=6.5, loc="lower left")
+    kappa = (section or {}).get("agreement") if not top else None
+    if isinstance(kappa, dict) and kappa.get("weighted_kappa") is not None:
+        figure.suptitle(f"raters vs automatic: weighted kappa {kappa['weighted_kappa']:.2f} "
+                        f"(n={kappa.get('n_items', 0)} items)", fontsize=9)
+    return figure
+
+
+def fig10_answer_correctness(report: dict) -> Figure:
+    figure, axes = _figure(2)
+    section = _section(report, "answer_correctness")
+    top = missing(section, "win rates by answer correctness")
+    bins = [b.get("bin") for b in (section or {}).get("bins") or []] if not top else []
+    for i, (ax, source) in enumerate(zip(axes, ("automatic", "raters"))):
+        _panel_title(ax, "ab"[i], f"'on point' by {'automatic grades' if source == 'automatic' else 'the raters'}")
+        data = None if top else section.get(source)
+        reason = top or missing(data, f"{source} answer correctness")
+        groups = (data or {}).get("points") or {} if not reason else {}
+        drawn = False
+        for j, (group, points) in enumerate(groups.items()):
+            by_bin = {p.get("bin"): p for p in points}
+            ordered = [by_bin.get(b, {"bin": b}) for b in bins] if bins else points
+            drawn |= _errorbars(ax, ordered, "win_rate", color=COLORS[j % len(COLORS)],
+                                label=f"{GROUP_NAMES.get(group, group)} "
+                                      f"(n={((data.get('n_games') or {}).get(group)) or 0} games)",
+                                offset=(j - 0.5) * 0.1)
+        if not drawn:
+            _no_data(ax, reason or "no games in either group")
+            continue
+        _categories(ax, bins or [p.get("bin") for p in next(iter(groups.values()))])
+        _percent_axis(ax, "win rate")
+        ax.set_xlabel(f"{section.get('answer_measure') or 'mean answer correctness'}", fontsize=7.5, wrap=True)
+        _corner(ax, f"p = {_fmt_p(data.get('p_value'))} (games), {_fmt_p(data.get('p_value_clustered'))} (clustered)")
+        ax.legend(fontsize=6.5, loc="upper left")
+    return figure
+
+
+DRAW = {"fig5_adoption": fig5_adoption, "fig6_ratings": fig6_ratings,
+        "fig7_win_by_helpfulness": fig7_win_by_helpfulness, "fig8_difficulty_by_rating": fig8_difficulty_by_rating,
+        "fig9_win_by_correctness": fig9_win_by_correctness, "fig10_answer_correctness": fig10_answer_correctness}
+
+
+def draw_figures(report: dict, out_dir: str | Path) -> list[Path]:
+    """Every figure as PNG and SVG in out_dir; a figure that fails to draw is drawn as "no data yet" with
+    the error, so the report always has all six."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in FIGURES:
+        try:
+            figure = DRAW[name](report)
+        except Exception as error:                       # noqa: BLE001: one odd section must not lose the report
+            figure, (ax,) = _figure(1)
+            _no_data(ax, f"this figure could not be drawn ({type(error).__name__}: {error})")
+        for fmt in FORMATS:
+            path = out_dir / f"{name}.{fmt}"
+            with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):   # SVG text stays text
+                figure.savefig(path, format=fmt, dpi=DPI,
+                               metadata={"Date": None} if fmt == "svg" else {"Software": None})
+            figure.set_layout_engine("none")             # laid out once: the SVG keeps the PNG's layout
+            written.append(path)
+    return written
+
+
+# --- captions ------------------------------------------------------------------------------------------
+
+def caption(name: str, report: dict) -> str:
+    """What figure `name` shows, from the report: its measure, its intervals and the n behind each point."""
+    return CAPTIONS[name](report)
+
+
+def _points_n(points_by_mode: dict, key: str) -> str:
+    return "; ".join(f"{mode_name(m)} {_n_range(v, key)}" for m, v in points_by_mode.items() if isinstance(v, list)) \
+        or "none"
+
+
+def _sentence(label: str, text) -> str:
+    return f" {label}: {str(text).rstrip('.')}." if text else ""
+
+
+def _caption5(report: dict) -> str:
+    adoption = _section(report, "at_will", "adoption")
+    base = ("Fig. 5. Adoption of explanations in at-will games: (a) the share of games in which the player bought "
+            "explanations at least once, by the participant's n-th play; (b) the first vs the second half of all "
+            "plays (z-test for proportions, and a participant-clustered GEE test). Error bars: Wilson 95% CIs.")
+    reason = missing(_section(report, "at_will"), "at-will section") or missing(adoption, "adoption")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    halves = [adoption.get(k) or {} for k in ("first_half", "second_half")]
+    return (f"{base} Games behind each play: {_n_range(adoption.get('by_play') or [])}; halves: "
+            f"{halves[0].get('n_games', 0)} and {halves[1].get('n_games', 0)} games "
+            f"({adoption.get('n_participants', 0)} participants)." + _sentence("Order", adoption.get("ordering")))
+
+
+def _caption6(report: dict) -> str:
+    hist = _section(report, "rating_histograms")
+    base = ("Fig. 6. Histograms of the ratings: (a) the players' helpfulness ratings of rounds with explanations, "
+            "per mode; (b) explanation correctness of the secret image's explanations, graded automatically and "
+            "by independent raters; (c) answer correctness, automatic and by raters. Bars are shares; the number "
+            "above each bar is its count.")
+    reason = missing(hist, "rating histograms")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    counts = {mode_name(m): sum(b.get("count") or 0 for b in h) for m, h in (hist.get("helpfulness") or {}).items()
+              if isinstance(h, list)}
+    return f"{base} Ratings per mode: {', '.join(f'{k} {v}' for k, v in counts.items()) or 'none'}." + \
+        _sentence("Counted", hist.get("unit"))
+
+
+def _caption7(report: dict) -> str:
+    section = _section(report, "by_helpfulness")
+    base = ("Fig. 7. Win rate by the helpfulness rating the player gave a round with explanations, overall and per "
+            "mode; the dashed line is the win rate of the same participants' games without explanations (band: its "
+            "95% CI). Error bars: Wilson 95% CIs; the label on each point is the number of ratings behind it.")
+    reason = missing(section, "win rates by helpfulness")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    points = section.get("points") or {}
+    return (f"{base} Ratings per point: {_points_n(points, 'n')}; games per point: {_points_n(points, 'n_games')}."
+            + _sentence("Unit", section.get("unit")) + _sentence("Baseline", section.get("baseline_definition")))
+
+
+def _caption8(report: dict) -> str:
+    section = _section(report, "difficulty_by_rating")
+    base = ("Fig. 8. Mean difficulty of the image set by the helpfulness rating given, per mode. Error bars: 95% CIs "
+            "of the mean; the label on each point is the number of ratings behind it.")
+    reason = missing(section, "difficulty by rating")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    return (f"{base} Ratings per point: {_points_n(section.get('points') or {}, 'n')}. "
+            f"Difficulty: {section.get('difficulty') or 'as exported'}.")
+
+
+def _caption9(report: dict) -> str:
+    section = _section(report, "by_correctness")
+    base = ("Fig. 9. Win rate by the correctness of the secret image's explanations: (a) as rated by independent "
+            "raters (consensus of three), (b) as graded automatically against the ground truth, overall and per "
+            "explainer. Error bars: Wilson 95% CIs; the label on each point is the number of explanations behind it.")
+    reason = missing(section, "win rates by correctness")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    parts = []
+    for source in ("raters", "automatic"):
+        data = section.get(source)
+        why = missing(data, source)
+        per_point = "" if why else _points_n(data.get("points") or {}, "n")
+        parts.append(f"{source}: " + (f"no data yet ({why})" if why else
+                                      f"{data.get('n_items', 0)} explanations, {per_point} per point"))
+    return f"{base} {'; '.join(parts)}." + _sentence("Unit", section.get("unit"))
+
+
+def _caption10(report: dict) -> str:
+    section = _section(report, "answer_correctness")
+    base = ("Fig. 10. Win rate by the game's mean answer correctness, for games with at least one explanation "
+            "rated above Indifferent vs games without explanations; (a) 'above Indifferent' by the automatic "
+            "grades, (b) by the raters. Error bars: Wilson 95% CIs; the label on each point is its number of games.")
+    reason = missing(section, "win rates by answer correctness")
+    if reason:
+        return f"{base} No data yet: {reason}."
+    parts = []
+    for source in ("automatic", "raters"):
+        data = section.get(source)
+        why = missing(data, source)
+        if why:
+            parts.append(f"{source}: no data yet ({why})")
+            continue
+        groups = data.get("points") or {}
+        parts.append(f"{source}: " + ", ".join(f"{GROUP_NAMES.get(g, g)} {(data.get('n_games') or {}).get(g, 0)} games "
+                                               f"({_n_range(p)} per bin)" for g, p in groups.items())
+                     + f"; p = {_fmt_p(data.get('p_value'))} ({data.get('test') or 'test'}), clustered "
+                       f"{_fmt_p(data.get('p_value_clustered'))}")
+    return f"{base} {'; '.join(parts)}." + _sentence("Answer correctness", section.get("answer_measure"))
+
+
+CAPTIONS = {"fig5_adoption": _caption5, "fig6_ratings": _caption6, "fig7_win_by_helpfulness": _caption7,
+            "fig8_difficulty_by_rating": _caption8, "fig9_win_by_correctness": _caption9,
+            "fig10_answer_correctness": _caption10}

@@ -1,0 +1,399 @@
+"""The report as one self-contained HTML page a researcher can send to a co-author: Table 1, the
+at-will results, Figures 5-10 with captions, correlations, agreement, the benchmarks beside the study's
+own measures, the methods paragraph and what is missing, then each study on its own.
+
+    page = render_html(report, draw_figures(report, "report/figures"))
+
+Nothing is fetched from the network: figures are embedded as PNG data URIs, the style is inline and
+there is no script. Every text from the report (study ids, arms, notes) is escaped.
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+from html import escape
+from pathlib import Path
+
+from .figures import FIGURES, caption, mode_name
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1180px;padding:0 1em;color:#222}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+h3{margin-top:1.4em}table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
+td,th{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#777}.small{font-size:12px}
+figure{margin:1.2em 0 2em}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:13px;color:#333;margin-top:.4em;max-width:1000px}
+.notes{background:#fff8e5;border:1px solid #f0d68a;padding:.6em 1em;border-radius:4px}
+.notes li{margin:.15em 0}.methods{background:#f6f8fa;border:1px solid #e1e4e8;padding:.6em 1em;border-radius:4px}
+code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
+"""
+DASH = "–"
+
+
+# --- number formatting -------------------------------------------------------------------------------
+
+def _num(x, digits: int = 2) -> str:
+    return DASH if not isinstance(x, (int, float)) or isinstance(x, bool) else f"{x:.{digits}f}"
+
+
+def _pct(x, digits: int = 1) -> str:
+    return DASH if not isinstance(x, (int, float)) else f"{100 * x:.{digits}f}%"
+
+
+def _signed(x, digits: int = 2, scale: float = 1.0) -> str:
+    return DASH if not isinstance(x, (int, float)) else f"{scale * x:+.{digits}f}"
+
+
+def _ci(ci, percent: bool = True, digits: int = 1) -> str:
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2 or None in ci:
+        return ""
+    if percent:
+        return f" [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]"
+    return f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _p(p) -> str:
+    if not isinstance(p, (int, float)):
+        return DASH
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+
+
+def _p_is(p) -> str:
+    """'p = 0.012' or 'p < 0.0001'."""
+    text = _p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def _e(text) -> str:
+    return escape("" if text is None else str(text), quote=True)
+
+
+def _missing(section) -> str | None:
+    if section is None:
+        return "not in the report"
+    if isinstance(section, dict) and section.get("missing"):
+        return str(section["missing"])
+    return None
+
+
+def _rate(cell, key: str = "win_rate", with_score: bool = False) -> str:
+    """'6.23 / 66.7% [61.2, 71.8] (n=210)' for a report cell."""
+    if not isinstance(cell, dict) or not cell.get("n_games") and not cell.get("n"):
+        return '<span class="muted">no games</span>'
+    score = f"{_num(cell.get('score'))} / " if with_score else ""
+    n = cell.get("n_games", cell.get("n"))
+    return (f"{score}{_pct(cell.get(key))}{'<br>' if with_score else ''}<span class=\"muted small\">"
+            f"{_ci(cell.get('ci'))} (n={_e(n)})</span>")
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1, numeric_to: int | None = None) -> str:
+    """Headers are escaped here; cells are HTML already (built from escaped parts). Columns numeric_from to
+    numeric_to (exclusive; default: the last) are numbers, aligned right."""
+    numeric_to = len(headers) if numeric_to is None else numeric_to
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td class=\"num\">{c}</td>" if numeric_from <= i < numeric_to else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _why(reason: str) -> str:
+    return f'<p class="muted">No data yet: {_e(reason)}</p>'
+
+
+# --- sections ------------------------------------------------------------------------------------------
+
+def table1(controlled, paper: dict | None = None) -> str:
+    reason = _missing(controlled)
+    rows = (controlled or {}).get("table1") or [] if not reason else []
+    if not rows:
+        return _why(reason or (controlled or {}).get("missing") or "no controlled games")
+    headers = ["mode", "with expl.", "no expl.", "group baseline", "improvement", "p (z-test)",
+               "p (clustered)", "participants"]
+    body = []
+    for r in rows:
+        imp = r.get("improvement") or {}
+        improvement = (f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 1, 100)} pts<br>"
+                       f"<span class=\"muted small\">{_ci(imp.get('score_ci'), False, 2)} /"
+                       f"{_ci(imp.get('win_rate_ci'))}</span>")
+        if isinstance(imp.get("odds_ratio"), (int, float)):
+            improvement += (f'<br><span class="muted small">OR {_num(imp["odds_ratio"])}'
+                            f'{_ci(imp.get("odds_ratio_ci"), False, 2)}</span>')
+        note = f'<br><span class="muted small">{_e(r["note"])}</span>' if r.get("note") else ""
+        body.append([f"{_e(mode_name(str(r.get('mode'))))}{note}",
+                     _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
+                     _rate(r.get("group_baseline"), with_score=True), improvement, _p(r.get("p_value")),
+                     _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
+    out = ("<p>Score / win rate [95% CI] (n games). Improvement: with minus no explanations, in points of score "
+           "and percentage points of win rate; p: the paper's two-proportion z-test (games as independent) and a "
+           "participant-clustered GEE test.</p>" + _table(headers, body))
+    extra = []
+    group = (controlled or {}).get("control_group") or {}
+    if isinstance(group, dict) and not group.get("missing") and group.get("even_blocks"):
+        extra.append(f"Control group ({_e(', '.join(group.get('arms') or []))}, never shown explanations): even "
+                     f"blocks {_rate(group.get('even_blocks'))} vs odd blocks {_rate(group.get('odd_blocks'))}, "
+                     f"{_p_is(group.get('p_value'))} (clustered {_p(group.get('p_value_clustered'))}); the practice "
+                     "effect the explanation arms' improvement has to beat.")
+    net = (controlled or {}).get("net_of_practice") or {}
+    if isinstance(net, dict) and net.get("odds_ratio") is not None:
+        extra.append(f"Net of practice (<code>{_e(net.get('model'))}</code>, {_e(net.get('method'))}): odds ratio "
+                     f"{_num(net['odds_ratio'])}{_ci(net.get('odds_ratio_ci'), False, 2)}, {_p_is(net.get('p_value'))} "
+                     f"({_e(net.get('n_clusters'))} participants, {_e(net.get('n'))} games).")
+    elif isinstance(net, dict) and net.get("missing"):
+        extra.append(f"Net of practice: {_e(net['missing'])}")
+    out += "".join(f"<p>{x}</p>" for x in extra)
+    paper_rows = ((paper or {}).get("controlled") or {}).get("table1") or []
+    if paper_rows:
+        p_body = [[_e(mode_name(r["mode"])), *(f"{_num(r[k]['score'])} / {_pct(r[k]['win_rate'], 2)}"
+                                               for k in ("with_expl", "no_expl", "group_baseline", "improvement")),
+                   _p(r.get("p_value"))] for r in paper_rows]
+        p_info = (paper or {}).get("controlled") or {}
+        out += (f"<details><summary>The paper's Table 1 (Ray et al. 2019: {_e(p_info.get('n_participants'))} workers, "
+                f"{_e(p_info.get('n_games'))} games)</summary>"
+                + _table(["mode", "with expl.", "no expl.", "group baseline", "improvement", "p"], p_body) + "</details>")
+    return out
+
+
+def at_will_section(at_will) -> str:
+    reason = _missing(at_will)
+    if reason:
+        return _why(reason)
+    used = at_will.get("explanations_used") or {}
+    out = ""
+    if _missing(used):
+        out += _why(_missing(used))
+    else:
+        rows = [[_e(label), _rate(used.get(key)), _num((used.get(key) or {}).get("score"))]
+                for key, label in (("with", "used explanations at least once"), ("without", "never used them"),
+                                   ("overall", "all at-will games"))]
+        out += ("<h3>Explanations used</h3>" + _table(["games", "win rate [95% CI] (n)", "mean score"], rows) +
+                f"<p>Difference {_pct(used.get('difference'))}{_ci(used.get('difference_ci'))}, odds ratio "
+                f"{_num(used.get('odds_ratio'))}{_ci(used.get('odds_ratio_ci'), False, 2)}; {_p_is(used.get('p_value'))} "
+                f"(z-test), {_p(used.get('p_value_clustered'))} (participant-clustered; "
+                f"{_e(used.get('n_participants', DASH))} participants).</p>")
+    adoption = at_will.get("adoption") or {}
+    if _missing(adoption):
+        out += _why(_missing(adoption))
+    else:
+        rows = [[_e(label), _rate(adoption.get(key), key="share")]
+                for key, label in (("first_half", "first half of plays"), ("second_half", "second half of plays"))]
+        trend = adoption.get("trend") or {}
+        out += ("<h3>Adoption</h3>" + _table(["plays", "share of games using explanations [95% CI] (n)"], rows) +
+                f"<p>{_p_is(adoption.get('p_value'))} (z-test), {_p(adoption.get('p_value_clustered'))} "
+                f"(participant-clustered). Trend: odds ratio per play {_num(trend.get('odds_ratio_per_play'), 3)}"
+                f"{_ci(trend.get('odds_ratio_ci'), False, 3)}, {_p_is(trend.get('p_value'))}. "
+                f"<span class=\"muted small\">{_e(adoption.get('ordering'))}</span></p>")
+    return out
+
+
+def _corr(c: dict) -> list[str]:
+    return [_e(c.get("n", DASH)), f"{_num(c.get('pearson'))}{_ci(c.get('pearson_ci'), False, 2)}", _p(c.get("pearson_p")),
+            f"{_num(c.get('spearman'))}{_ci(c.get('spearman_ci'), False, 2)}", _p(c.get("spearman_p"))]
+
+
+def correlations_section(correlations) -> str:
+    reason = _missing(correlations)
+    if reason:
+        return _why(reason)
+    rows = []
+    for source in ("automatic", "raters"):
+        data = correlations.get(source)
+        why = _missing(data)
+        if why:
+            rows.append([_e(source), f'<span class="muted">{_e(why)}</span>', "", "", "", "", ""])
+            continue
+        for name, c in data.items():
+            if isinstance(c, dict):
+                rows.append([_e(source), _e(mode_name(name)), *_corr(c)])
+    paper = correlations.get("paper") or {}
+    reported = ", ".join(f"{mode_name(k)} {v}" for k, v in paper.items())
+    return (f"<p>{_e(correlations.get('measure'))}. The paper reports {_e(reported)}.</p>"
+            + _table(["grades", "explainer", "n", "Pearson r [95% CI]", "p", "Spearman ρ [95% CI]", "p"], rows, 2))
+
+
+def agreement_section(agreement) -> str:
+    reason = _missing(agreement)
+    if reason:
+        return _why(reason)
+    out = ""
+    raters = agreement.get("raters")
+    if _missing(raters):
+        out += f"<p>Raters among themselves: {_e(_missing(raters))}</p>"
+    else:
+        rows = [[_e(what), _num((raters.get(what) or {}).get("krippendorff_alpha"), 3),
+                 _num((raters.get(what) or {}).get("fleiss_kappa"), 3), _e((raters.get(what) or {}).get("n_items", DASH)),
+                 _e((raters.get(what) or {}).get("n_ratings", DASH))] for what in ("explanation", "answer")]
+        out += (f"<h3>Raters among themselves ({_e(raters.get('n_raters', DASH))} raters)</h3>" +
+                _table(["rating", "Krippendorff's α (ordinal)", "Fleiss' κ", "items", "ratings"], rows))
+    auto = agreement.get("automatic_vs_raters")
+    if _missing(auto):
+        out += f"<p>Automatic grades vs raters: {_e(_missing(auto))}</p>"
+    else:
+        kappas = [("explanation", auto.get("explanation")), ("answer", auto.get("answer"))] + \
+                 [(f"explanation, {mode_name(k)}", v) for k, v in (auto.get("by_explainer") or {}).items()]
+        rows = [[_e(name), f"{_num(k.get('weighted_kappa'), 3)}{_ci(k.get('ci'), False, 2)}", _p(k.get("p_value")),
+                 _pct(k.get("exact_agreement")), _e(k.get("n_items", DASH))] for name, k in kappas if isinstance(k, dict)]
+        out += ("<h3>Automatic grades vs the raters' consensus</h3>" +
+                _table(["rating", "weighted κ (linear) [95% CI]", "p", "exact agreement", "items"], rows))
+    return out
+
+
+def _latency(lat) -> str:
+    if not isinstance(lat, dict) or lat.get("p50_ms") is None:
+        return DASH
+    return f"{_num(lat.get('p50_ms'), 0)} / {_num(lat.get('p95_ms'), 0)} ms"
+
+
+def benchmarks_section(bench) -> str:
+    """The offline benchmarks of the agent and explainers beside the study's own measures of them."""
+    if not isinstance(bench, dict):
+        return _why("not in the report")
+    out = ""
+    if bench.get("missing"):
+        out += (f"<p><b>No benchmark scores in this report.</b> {_e(bench['missing'])}. For example: "
+                "<code>exag bench vqa --agent AGENT --json bench/vqa.json</code>, <code>exag bench nle --agent AGENT "
+                "--json bench/nle.json</code>, <code>exag bench explainers --agent AGENT --json bench/explainers.json"
+                "</code>, <code>exag bench latency --agent AGENT --json bench/latency.json</code>, then "
+                "<code>exag analyze ... --bench bench/</code>.</p>")
+    study = bench.get("study") or {}
+    agent = study.get("agent") or {}
+    agents = bench.get("agents") or {}
+    rows = [["this study (from the logs)", _rate(agent.get("answer_accuracy"), key="share"),
+             _latency(agent.get("ask_to_answer_ms")) + ' <span class="muted small">ask-to-answer</span>', DASH]]
+    for name, a in agents.items():
+        vqa = a.get("vqa") or {}
+        lat = a.get("latency_ms") or {}
+        rounds = a.get("rounds_ms") or {}
+        rows.append([f"benchmark: agent {_e(name)}",
+                     f"{_pct(vqa.get('accuracy'))} <span class=\"muted small\">(n={_e(vqa.get('n', DASH))})</span>"
+                     if vqa else DASH,
+                     "; ".join(f"{_e(k)} {_latency(v)}" for k, v in lat.items()) or DASH,
+                     "; ".join(f"{_e(k)} {_latency(v)}" for k, v in rounds.items()) or DASH])
+    out += ("<h3>The agent</h3>" + _table(["source", "answers right [95% CI]", "latency p50 / p95", "rounds p50 / p95"],
+                                          rows))
+    by = bench.get("by_explainer") or {}
+    if by:
+        rows = []
+        for name, both in by.items():
+            s = (both or {}).get("study") or {}
+            b = (both or {}).get("bench") or {}
+            bench_text = []
+            for agent_name, x in b.items():
+                parts = []
+                if x.get("latency_ms"):
+                    parts.append(f"latency {_latency(x['latency_ms'])}")
+                nle = x.get("nle") or {}
+                if nle:
+                    parts.append(", ".join(f"{_e(k)} {_num(v, 3)}" for k, v in nle.items() if isinstance(v, (int, float))))
+                bench_text.append(f"{_e(agent_name)}: {'; '.join(parts) or DASH}")
+            rows.append([_e(mode_name(name)), _e(s.get("n_items", DASH)),
+                         _rate(s.get("on_point_automatic"), key="share") if s else DASH,
+                         _rate(s.get("on_point_raters"), key="share") if s else DASH,
+                         _rate(s.get("win_rate")) if s else DASH, "<br>".join(bench_text) or DASH])
+        out += ("<h3>The explainers</h3><p>Study: the secret image's explanations, the share graded on-point "
+                "(Exactly or Mostly) automatically and by the raters, and the win rate of their games; benchmark: "
+                "the offline scores of the same explainer.</p>" +
+                _table(["explainer", "items", "on-point (automatic)", "on-point (raters)", "win rate", "benchmarks"],
+                       rows))
+    skipped = bench.get("skipped") or []
+    if skipped:
+        out += "<p class=\"muted small\">Skipped: " + "; ".join(f"{_e(s.get('file'))} ({_e(s.get('reason'))})"
+                                                               for s in skipped) + "</p>"
+    return out
+
+
+def counts_section(report: dict) -> str:
+    n = report.get("n") or {}
+    rows = []
+    for study, c in (n.get("studies") or {}).items():
+        arms = ", ".join(f"{_e(a)} {_e(v.get('games'))}" for a, v in (c.get("arms") or {}).items())
+        rows.append([_e(study), _e(c.get("kind") or DASH), _e(c.get("games")), _e(c.get("participants")),
+                     _e(c.get("rounds")), _e(c.get("ratings")), _e(c.get("rater_ratings")), arms or DASH])
+    rows.append(["<b>all</b>", "", _e(n.get("games", 0)), _e(n.get("participants", 0)), _e(n.get("rounds", 0)),
+                 _e(n.get("ratings", 0)), _e(n.get("rater_ratings", 0)), ""])
+    return _table(["study", "kind", "games", "participants", "rounds", "ratings", "rater ratings", "games per arm"],
+                  rows, 2, 7)
+
+
+def figures_section(report: dict, figures: list[Path]) -> str:
+    pngs = {Path(p).stem: Path(p) for p in figures if Path(p).suffix == ".png"}
+    out = ""
+    for name in FIGURES:
+        text = caption(name, report)
+        path = pngs.get(name)
+        if path is None or not path.exists():
+            out += f"<figure><p class=\"muted\">({_e(name)} was not drawn)</p><figcaption>{_e(text)}</figcaption></figure>"
+            continue
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        out += (f'<figure id="{_e(name)}"><img alt="{_e(text)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{_e(text)} <span class=\"muted\">(figures/{_e(name)}.png, .svg)</span></figcaption></figure>")
+    return out
+
+
+def notes_section(notes) -> str:
+    notes = [n for n in notes or [] if n]
+    if not notes:
+        return "<p class=\"muted\">Nothing missing.</p>"
+    return '<div class="notes"><ul>' + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul></div>"
+
+
+def study_section(study_id: str, study: dict) -> str:
+    kind = study.get("kind")
+    n = study.get("n") or {}
+    body = counts_section({"n": {**n, "studies": {study_id: {"kind": kind, **n}}}})
+    if kind == "controlled" or not _missing(study.get("controlled")):
+        body += "<h3>Table 1</h3>" + table1(study.get("controlled"))
+    if kind == "at-will" or not _missing(study.get("at_will")):
+        body += "<h3>At-will</h3>" + at_will_section(study.get("at_will"))
+    if study.get("notes"):
+        body += "<h3>Missing</h3>" + notes_section(study.get("notes"))
+    return (f'<details id="study-{_e(study_id)}"><summary>Study {_e(study_id)} ({_e(kind or "unknown kind")})</summary>'
+            f"{body}</details>")
+
+
+# --- the page ------------------------------------------------------------------------------------------
+
+def render_html(report: dict, figures: list[Path], title: str | None = None, refresh_s: int | None = None) -> str:
+    """The whole page. `figures`: draw_figures' paths (the PNGs are embedded); `refresh_s`: reload the page
+    every so many seconds (the admin's live report)."""
+    studies = report.get("studies_analysed") or sorted(report.get("studies") or {})
+    title = title or f"ExAG analysis: {', '.join(studies) or 'no studies yet'}"
+    n = report.get("n") or {}
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    exclusions = report.get("exclusions") or {}
+    flagged = ((report.get("quality") or {}).get("flagged_participants")) or {}
+    refresh = f'<meta http-equiv="refresh" content="{int(refresh_s)}">' if refresh_s else ""
+    parts = [
+        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">{refresh}"
+        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{_e(title)}</title>"
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f"<p class=\"muted\">From {_e(report.get('source') or 'the event log')}, made {generated} by "
+        f"<code>exag analyze</code>. {_e(n.get('games', 0))} games of {_e(n.get('participants', 0))} participants, "
+        f"{_e(n.get('rounds', 0))} rounds, {_e(n.get('rater_ratings', 0))} rater ratings. Rates are percentages of "
+        "games with 95% confidence intervals in brackets.</p>",
+        "<nav class=\"small\"><a href=\"#table1\">Table 1</a> · <a href=\"#at-will\">At-will</a> · "
+        "<a href=\"#figures\">Figures 5-10</a> · <a href=\"#correlations\">Correlations</a> · "
+        "<a href=\"#agreement\">Agreement</a> · <a href=\"#benchmarks\">Benchmarks</a> · <a href=\"#methods\">Methods</a>"
+        " · <a href=\"#missing\">Missing</a> · <a href=\"#studies\">Per study</a></nav>",
+        "<h2>Data</h2>", counts_section(report),
+        "<h2 id=\"table1\">Table 1: controlled study, score / win rate by mode</h2>",
+        table1(report.get("controlled"), report.get("paper")),
+        "<h2 id=\"at-will\">At-will study</h2>", at_will_section(report.get("at_will")),
+        "<h2 id=\"figures\">Figures</h2>", figures_section(report, figures),
+        "<h2 id=\"correlations\">Correlation of explanation and answer correctness</h2>",
+        correlations_section(report.get("correlations")),
+        "<h2 id=\"agreement\">Agreement</h2>", agreement_section(report.get("agreement")),
+        "<h2 id=\"benchmarks\">Benchmarks beside the study</h2>", benchmarks_section(report.get("benchmarks")),
+        "<h2 id=\"methods\">Methods</h2>", f"<div class=\"methods\"><p>{_e(report.get('methods') or '')}</p>",
+        f"<p>Exclusions: {_e(', '.join(exclusions.get('flags') or []) or 'none')} "
+        f"({_e(exclusions.get('participants', 0))} participants, {_e(exclusions.get('games', 0))} games excluded). "
+        f"Participants flagged: {_e(', '.join(f'{k} {v}' for k, v in flagged.items()) or 'none')} "
+        "(<code>exag analyze --exclude fast_games,no_questions,straight_lined</code> excludes them).</p></div>",
+        "<h2 id=\"missing\">What is missing</h2>", notes_section(report.get("notes")),
+        "<h2 id=\"studies\">Per study</h2>",
+        "".join(study_section(s, v) for s, v in (report.get("studies") or {}).items() if isinstance(v, dict))
+        or "<p class=\"muted\">No studies with finished games yet.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)

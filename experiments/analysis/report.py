@@ -1,0 +1,263 @@
+"""The whole analysis of a study's logs, as one JSON-ready dict (report.json).
+
+    report = analyze(load_tables("export/"), bench_dir="bench/", exclude_flags={"fast_games"})
+
+SHAPE (the contract the figures, tables and HTML render from; "?" marks keys that may be absent)
+
+Conventions. A rate is {"n_games": int, "win_rate": float|None, "ci": [lo, hi]|None} (Wilson 95%);
+where the unit is not a game the count is "n" (ratings, items) and a share of games is "share" instead
+of "win_rate". Rates are fractions in [0, 1]. Every CI is 95%, [lo, hi]. Anything not computable is
+None, with a "note" (str) next to it saying why; a whole section that cannot be computed is
+{"missing": str}. Lists of points per rating or bin are lists of dicts with a "rating" or "bin" key.
+A clustered test is a logistic regression with participants as clusters (GEE, exchangeable working
+correlation, for comparisons of groups; cluster-robust errors for trends; "method" says which):
+    gee = {"odds_ratio", "odds_ratio_ci", "p_value", "method": str, "n_clusters": int, "n": int, "note"?}
+A correlation is
+    corr = {"n", "pearson", "pearson_ci", "pearson_p", "spearman", "spearman_ci", "spearman_p", "note"?}
+
+report = {
+  "schema": 1, "source": str, "studies_analysed": [study_id], "kinds": {study_id: "controlled"|"at-will"|None},
+  "n": {"games", "participants", "rounds", "ratings", "items", "rater_ratings": int,
+        "arms": {arm: {"games", "participants", "rounds": int}},
+        "studies": {study_id: {"kind", "games", "participants", "rounds", "ratings", "items", "rater_ratings",
+                               "arms": {...}}}},
+  "controlled": {                                  # pooled over the analysed controlled studies
+    "table1": [row], "studies": [id], "arms": [arm showing explanations], "control_arms": [arm],
+    "blocks": [int],
+    "by_block": [{"arm", "block": int, "with_expl": bool, "n_games", "win_rate", "ci", "score"}],
+    "control_group": {"arms", "even_blocks": cell, "odd_blocks": cell, "difference", "difference_ci",
+                      "odds_ratio", "odds_ratio_ci", "p_value", "p_value_clustered", "test", "test_clustered"}
+                     | {"missing"},
+    "net_of_practice": {"model": str, **gee} | {"missing"},
+    "notes"?: [str]}                               # or {"table1": [], "missing": str}
+    row = {"mode": arm | "overall" | "overall_inc_none", "arms": [arm],
+           "with_expl": cell, "no_expl": cell, "group_baseline": cell,
+           "improvement": {"score", "win_rate", "score_ci", "win_rate_ci", "odds_ratio", "odds_ratio_ci"},
+           "improvement_within_participants": {"n_participants", "win_rate", "win_rate_ci", "score", "score_ci",
+                                               "p_value", "test"},   # mean of each participant's own difference
+           "improvement_over_baseline": {"score", "win_rate"},       # with expl minus block 1
+           "p_value", "test", "p_value_clustered", "test_clustered", "p_value_score_clustered",
+           "test_score_clustered", "n_participants", "note"?}
+    cell = {"n_games", "win_rate", "ci", "score", "score_ci", "n_participants"}
+  "at_will": {                                     # pooled over the analysed at-will studies
+    "studies": [id],
+    "explanations_used": {"with": rate+{"score"}, "without": rate+{"score"}, "overall": rate+{"score"},
+                          "difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test",
+                          "p_value_clustered", "test_clustered", "n_participants", "note"?},
+    "adoption": {"first_half": share, "second_half": share, "difference", "difference_ci", "odds_ratio",
+                 "odds_ratio_ci", "p_value", "test", "p_value_clustered", "test_clustered", "n_participants",
+                 "by_play": [{"play": int, "n_games", "share", "ci", "win_rate"}],
+                 "trend": {"odds_ratio_per_play", "odds_ratio_ci", "p_value", "method"}, "ordering": str}}
+    | {"missing": str}                             # share = {"n_games", "share", "ci"}
+  "by_helpfulness": {                              # Fig. 7; modes: "overall" and each controlled arm that
+                                                   # shows explanations (at-will players choose: no modes)
+    "points": {mode: [{"rating": label, "score": 5..1, "n", "win_rate", "ci", "n_games",
+                       "baseline_win_rate", "p_value_vs_baseline"}]},     # 5 points, best rating first
+    "baseline": {mode: rate}, "trend": {mode: gee (per rating step up)}, "unit": str,
+    "baseline_definition": str} | {"missing"},
+  "difficulty_by_rating": {                        # Fig. 8
+    "points": {mode: [{"rating", "score", "n", "mean_difficulty", "ci"}]},
+    "correlation": {mode: corr}, "difficulty": str} | {"missing"},
+  "rating_histograms": {                           # Fig. 6; hist = [{"rating": label, "rank", "count", "share"}]
+    "helpfulness": {mode: hist}, "helpfulness_without_explanations": {"overall"|arm: hist},
+    "explanation_correctness": {"automatic": {"overall"|explainer: hist}, "raters": {...} | {"missing"}},
+    "answer_correctness": {"automatic": hist, "raters": hist | {"missing"}}, "unit": str},
+  "by_correctness": {                              # Fig. 9, raters and automatic side by side
+    "raters": source | {"missing"}, "automatic": source | {"missing"},
+    "agreement": kappa | {"missing"}, "unit": str},
+    source = {"points": {"overall"|explainer: [{"rating": label, "rank": 0..4, "n", "win_rate", "ci", "n_games"}]},
+              "n_items": int, "trend": gee (per step toward on-point)}
+    kappa = {"weighted_kappa", "ci", "p_value", "weights": "linear", "n_items", "exact_agreement", "note"?}
+  "answer_correctness": {                          # Fig. 10
+    "bins": [{"bin": "0.00-0.25", "lo", "hi"}],
+    "automatic": fig10 | {"missing"}, "raters": fig10 | {"missing"},   # whose grades pick "on point"
+    "answer_measure": str, "groups": {group: str}} | {"missing"},
+    fig10 = {"points": {"explained_on_point": [{"bin", "lo", "hi", "n_games", "win_rate", "ci"}],
+                        "without_explanations": [...]},
+             "n_games": {group: int}, "p_value", "odds_ratio", "odds_ratio_ci", "test",
+             "p_value_clustered", "odds_ratio_clustered", "odds_ratio_clustered_ci", "test_clustered"}
+  "correlations": {"automatic": {"overall"|explainer: corr} | {"missing"},
+                   "raters": {...} | {"missing"}, "paper": {"relqa": 0.37, "attention": 0.33}, "measure": str},
+  "agreement": {"raters": {"explanation": alpha, "answer": alpha, "n_raters"} | {"missing"},
+                "automatic_vs_raters": {"explanation": kappa, "answer": kappa, "by_explainer": {x: kappa}}
+                                       | {"missing"}},
+    alpha = {"krippendorff_alpha", "fleiss_kappa", "n_items", "n_ratings", "n_items_fleiss",
+             "ratings_per_item_fleiss", "note"?}
+  "benchmarks": {"missing"?: str, "dir"?, "files"?: [{"file", "kind"}], "skipped"?: [{"file", "reason"}],
+                 "agents"?: {agent: {"vqa"?: {"accuracy", "n", "file"}, "latency_ms"?: {case: latency},
+                                     "rounds_ms"?: {setting: latency}, "latency_device"?}},
+                 "explainers"?: {explainer: {agent: {"latency_ms"?: latency, "nle"?: {"s_t", "s_e", "s_o",
+                                 "bleu4", ...}, "nle_random_baseline"?, "nle_scale"?}}},
+                 "study": {"agent": {"answer_accuracy": {"n", "share", "ci"}, "ask_to_answer_ms": {...}|None},
+                           "explainers": {explainer: study_x}},
+                 "by_explainer": {explainer: {"study": study_x | None, "bench": {agent: {...}} | None}}},
+    latency = {"p50_ms", "p95_ms", "mean_ms"}
+    study_x = {"n_items", "on_point_automatic": {"n", "share", "ci"}, "on_point_raters": {...}, "win_rate": rate}
+  "paper": the paper's published numbers in the same shapes (paper.py),
+  "quality": {"flagged_participants": {flag: int}},
+  "exclusions": {"flags": [flag], "participants": int, "games": int},
+  "methods": str,                                  # a paragraph: definitions, tests, exclusions
+  "notes": [str],                                  # everything missing or left out, by file and column
+  "studies": {study_id: {"kind", "n", "controlled", "at_will", "by_helpfulness", "difficulty_by_rating",
+                         "rating_histograms", "by_correctness", "answer_correctness", "correlations",
+                         "agreement", "benchmarks", "notes": [str]}},
+}
+Top-level sections other than `controlled` and `at_will` pool every analysed study (of both kinds when
+both are analysed; a note says so).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from tqdm import tqdm
+
+from .agreement import agreement
+from .at_will import at_will
+from .benchmarks import benchmarks, read_bench
+from .controlled import controlled
+from .correctness import answer_correctness, by_correctness, correlations
+from .data import Tables
+from .frames import AT_WILL, CONTROLLED, Frames, build_frames
+from .paper import PAPER
+from .ratings import by_helpfulness, difficulty_by_rating, rating_histograms
+from .stats import MIN_CLUSTERS
+
+SCHEMA = 1
+log = logging.getLogger(__name__)
+SECTIONS: dict[str, Callable[[Frames], dict]] = {
+    "by_helpfulness": by_helpfulness, "difficulty_by_rating": difficulty_by_rating,
+    "rating_histograms": rating_histograms, "by_correctness": by_correctness,
+    "answer_correctness": answer_correctness, "correlations": correlations, "agreement": agreement}
+
+
+def counts(frames: Frames) -> dict:
+    games, rounds = frames.games, frames.rounds
+
+    def of(g, r) -> dict:
+        return {"games": int(len(g)), "participants": int(g["cluster"].nunique()), "rounds": int(len(r))}
+    arms = {arm: of(g, rounds[rounds["arm"] == arm]) for arm, g in games.groupby("arm")}
+    return {**of(games, rounds), "ratings": int(len(frames.ratings)), "items": int(len(frames.items)),
+            "rater_ratings": int(len(frames.rater)), "arms": arms}
+
+
+def _guarded(name: str, compute: Callable[[], dict], notes: list[str]) -> dict:
+    """A section; a failure in it costs only that section (noted), never the report."""
+    try:
+        return compute()
+    except Exception as error:                      # noqa: BLE001: the report must build whatever the data
+        log.debug("section %s failed", name, exc_info=True)
+        notes.append(f"{name} could not be computed: {type(error).__name__}: {error}")
+        return {"missing": f"could not be computed: {type(error).__name__}: {error}"}
+
+
+def sections(frames: Frames, bench: dict | None, notes: list[str]) -> dict:
+    """Every section of the report over these frames (one study, or several pooled)."""
+    out = {"controlled": _guarded("controlled", lambda: controlled(frames), notes),
+           "at_will": _guarded("at_will", lambda: at_will(frames), notes)}
+    for name, compute in SECTIONS.items():
+        out[name] = _guarded(name, lambda compute=compute: compute(frames), notes)
+    out["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench), notes)
+    return out
+
+
+def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool = False,
+            exclude_flags: set[str] | frozenset[str] = frozenset()) -> dict:
+    """The report dict (module doc) of these tables; `exclude_flags` drops the participants with any of
+    those quality flags (no_questions, fast_games, straight_lined)."""
+    frames, exclusions = build_frames(tables, exclude_flags)
+    notes = list(tables.notes) + frames.notes
+    bench = read_bench(bench_dir) if bench_dir is not None else None
+    study_ids = sorted(frames.games["study"].unique().tolist())
+    if not study_ids:
+        notes.append(f"{tables.source}: no finished games" + (" after exclusions" if exclusions["games"] else ""))
+    per_study = {}
+    for study in tqdm(study_ids, desc="analysing studies", unit="study", disable=not progress):
+        mine = frames.study(study)
+        study_notes: list[str] = []
+        per_study[study] = {"kind": frames.kinds.get(study), "n": counts(mine),
+                            **sections(mine, bench, study_notes), "notes": study_notes}
+        notes += [f"study {study}: {n}" for n in study_notes]
+    pooled = _pooled(frames, per_study, bench, notes)
+    kinds = {s: frames.kinds.get(s) for s in study_ids}
+    if len({k for k in kinds.values() if k}) > 1:
+        notes.append("controlled and at-will studies are both analysed: sections other than `controlled` and "
+                     "`at_will` pool them (pass --study to look at one)")
+    n = {**counts(frames), "studies": {s: {"kind": kinds[s], **per_study[s]["n"]} for s in study_ids}}
+    report = {"schema": SCHEMA, "source": tables.source, "studies_analysed": study_ids, "kinds": kinds, "n": n,
+              **pooled, "paper": PAPER,
+              "quality": {"flagged_participants": exclusions["flagged_participants"]},
+              "exclusions": {k: exclusions[k] for k in ("flags", "participants", "games")},
+              "methods": methods(frames, exclusions), "notes": list(dict.fromkeys(notes)), "studies": per_study}
+    return json_safe(report)
+
+
+def _pooled(frames: Frames, per_study: dict, bench: dict | None, notes: list[str]) -> dict:
+    """The top-level sections; a study's own results are reused where the pool is that one study."""
+    if len(per_study) == 1:
+        only = next(iter(per_study.values()))
+        return copy.deepcopy({k: v for k, v in only.items() if k not in ("kind", "n", "notes")})
+    pooled = {}
+    for kind, key, compute in ((CONTROLLED, "controlled", controlled), (AT_WILL, "at_will", at_will)):
+        of_kind = [s for s, k in frames.kinds.items() if k == kind and s in per_study]
+        pooled[key] = copy.deepcopy(per_study[of_kind[0]][key]) if len(of_kind) == 1 else \
+            _guarded(key, lambda compute=compute: compute(frames), notes)
+    for name, compute in SECTIONS.items():
+        pooled[name] = _guarded(name, lambda compute=compute: compute(frames), notes)
+    pooled["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench), notes)
+    return pooled
+
+
+def methods(frames: Frames, exclusions: dict) -> str:
+    blocks = sorted(int(b) for b in frames.games.loc[frames.games["kind"] == CONTROLLED, "block"].dropna().unique())
+    parts = [
+        "Games count when finished; a win is a right guess with points left (RESEARCH.md 1).",
+        (f"Controlled studies: block b is session b-1 (blocks {blocks[0]}-{blocks[-1]} here); odd blocks are played "
+         "without explanations and even blocks with them; 'no expl' pools the odd blocks, 'with expl' the even "
+         "ones, and the group baseline is block 1. The arms without explanations (WithoutExpl) enter only "
+         "'overall_inc_none'." if blocks else "No controlled games with known blocks."),
+        "At-will studies: a game used explanations when any of its rounds had them; adoption halves split all games "
+        "ordered by play index (ties by start time) at half their number.",
+        "Win rates carry Wilson 95% intervals and scores t intervals. The paper's tests are two-proportion z-tests "
+        "with games as independent (statsmodels proportions_ztest). Because games are nested in participants, each "
+        "comparison also has a participant-clustered test: GEE logistic regression with exchangeable working "
+        "correlation and robust errors (statsmodels), giving the odds ratio with its 95% CI, and OLS with "
+        f"participant-clustered errors for the difference of rates or scores; with fewer than {MIN_CLUSTERS} "
+        "participants no clustered test is made. Trends over a rating scale or over plays use logistic regression "
+        "with participant-clustered robust errors (GEE with independence working correlation), which stays fast "
+        "on thousands of participants.",
+        "Ratings: helpfulness figures count each rating of a round with explanations (the outcome is its game's); "
+        "correctness figures count each explanation of the secret image, rated by independent raters (consensus: "
+        "the median, ties to the worse side) and graded automatically against the ground truth. Rater agreement: "
+        "Krippendorff's alpha (ordinal) and Fleiss' kappa; automatic vs raters: linearly weighted Cohen's kappa. "
+        "Fig. 10's test is a logistic regression of the win on group and the game's mean answer correctness.",
+    ]
+    if exclusions["flags"]:
+        parts.append(f"Excluded: participants flagged {', '.join(exclusions['flags'])} "
+                     f"({exclusions['participants']} participants, {exclusions['games']} games).")
+    else:
+        flagged = {k: v for k, v in exclusions["flagged_participants"].items() if v}
+        parts.append("No exclusions" + (f" (flagged but kept: {', '.join(f'{k} {v}' for k, v in flagged.items())})"
+                                        if flagged else "") + ".")
+    return " ".join(parts)
+
+
+def json_safe(value):
+    """Plain JSON data: numpy numbers as Python numbers, NaN and infinities as None, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)

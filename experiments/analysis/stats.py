@@ -1,0 +1,333 @@
+"""Small wrappers over the field's libraries (statsmodels, scipy, krippendorff): every test statistic,
+interval and agreement measure in the report comes from one of them, never from a formula of ours.
+
+Results are JSON-ready dicts. A test that cannot be computed (an empty group, a constant outcome, too
+few participants, perfect separation) returns None for its numbers and a `note` saying why, instead of
+raising: the report always builds.
+
+Conventions: 95% intervals; a rate is {"n_games": n, "win_rate": p, "ci": [lo, hi]} (Wilson), or with
+another count or rate name where the unit is not a game (`rate(..., n_key="n", key="share")`); a rate of
+nothing is {"n_games": 0, "win_rate": None, "ci": None}.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+import statsmodels.api as sm
+from statsmodels.genmod.cov_struct import Exchangeable
+from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
+from statsmodels.stats.proportion import proportion_confint, proportions_ztest
+from statsmodels.stats.weightstats import DescrStatsW
+from statsmodels.tools.sm_exceptions import PerfectSeparationError
+
+ALPHA = 0.05
+MIN_CLUSTERS = 5          # fewer participants than this: no clustered test (its robust variance is unreliable)
+MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
+Z_TEST = "two-proportion z-test (statsmodels proportions_ztest), games as independent"
+GEE_LOGIT = ("GEE logistic regression (statsmodels), participants as clusters, exchangeable working "
+             "correlation, robust standard errors")
+GEE_LOGIT_INDEPENDENT = ("logistic regression with participant-clustered robust standard errors (statsmodels Logit, "
+                         "cov_type='cluster'; GEE with independence working correlation), as the exchangeable "
+                         "GEE could not be fitted")
+LOGIT_CLUSTERED = ("logistic regression with participant-clustered robust standard errors (statsmodels Logit, "
+                   "cov_type='cluster')")
+OLS_CLUSTERED = "OLS with participant-clustered standard errors (statsmodels): the difference of means or rates"
+
+
+def _num(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _pair(values) -> list[float | None]:
+    return [_num(values[0]), _num(values[1])]
+
+
+# --- rates and means -------------------------------------------------------------------------------
+
+def rate(successes: float, n: int, key: str = "win_rate", n_key: str = "n_games") -> dict:
+    """A rate with its Wilson 95% interval (statsmodels proportion_confint, method="wilson")."""
+    n = int(n)
+    if n == 0:
+        return {n_key: 0, key: None, "ci": None}
+    successes = float(successes)
+    low, high = proportion_confint(successes, n, alpha=ALPHA, method="wilson")
+    return {n_key: n, key: successes / n, "ci": _pair((low, high))}
+
+
+def rate_of(flags: pd.Series | np.ndarray, key: str = "win_rate", n_key: str = "n_games") -> dict:
+    """The rate of 1.0s among the known values (NaN = unknown, left out)."""
+    values = np.asarray(flags, dtype=float)
+    values = values[~np.isnan(values)]
+    return rate(values.sum(), len(values), key, n_key)
+
+
+def mean_ci(values: pd.Series | np.ndarray) -> dict:
+    """Mean with its t 95% interval (statsmodels DescrStatsW.tconfint_mean)."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) == 0:
+        return {"n": 0, "mean": None, "ci": None}
+    if len(values) == 1:
+        return {"n": 1, "mean": float(values[0]), "ci": None}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        low, high = DescrStatsW(values).tconfint_mean(alpha=ALPHA)
+    return {"n": len(values), "mean": float(values.mean()), "ci": _pair((low, high))}
+
+
+def mean_test(values: pd.Series | np.ndarray) -> dict:
+    """mean_ci with the one-sample t-test of mean 0 (statsmodels DescrStatsW.ttest_mean): for paired
+    differences, a paired t-test."""
+    out = {**mean_ci(values), "p_value": None}
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) < 2 or np.ptp(values) == 0:
+        return out
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, p, _ = DescrStatsW(values).ttest_mean(0.0)
+    return {**out, "p_value": _num(p)}
+
+
+# --- tests of two groups ---------------------------------------------------------------------------
+
+def z_test(successes: tuple[float, float], n: tuple[int, int]) -> dict:
+    """Two-proportion z-test (statsmodels proportions_ztest, pooled variance), two-sided."""
+    if min(n) == 0:
+        return {"p_value": None, "z": None, "test": Z_TEST, "note": "a group has no games"}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z, p = proportions_ztest(np.asarray(successes, float), np.asarray(n, float))
+    note = None if _num(p) is not None else "both groups have the same constant outcome"
+    return {"p_value": _num(p), "z": _num(z), "test": Z_TEST, **({"note": note} if note else {})}
+
+
+def gee_logit(y, exog: pd.DataFrame, clusters, term: str) -> dict:
+    """The odds ratio of `term` with its 95% CI and p-value from a participant-clustered GEE logistic
+    regression (Binomial family, exchangeable working correlation; if that cannot be fitted, the
+    independence one: logit_clustered). `exog` holds the predictors without the constant."""
+    y = np.asarray(y, dtype=float)
+    exog = exog.astype(float)
+    clusters = np.asarray(clusters)
+    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
+    y, exog, clusters = y[keep], exog[keep], clusters[keep]
+    n_clusters = len(pd.unique(clusters))
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": GEE_LOGIT,
+           "n_clusters": n_clusters, "n": int(len(y))}
+    why = _unfittable(y, exog[term], n_clusters)
+    if why:
+        return {**out, "note": why}
+    fitted = _fit_gee(y, sm.add_constant(exog, has_constant="add"), clusters, term)
+    if fitted is not None and abs(fitted[0]) <= MAX_LOG_ODDS:
+        coef, _, p, low, high = fitted
+        return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])),
+                "p_value": _num(p)}
+    # not fitted, or ran away (separation, or an exchangeable fit that diverged): the independence one
+    return {**logit_clustered(y, exog, clusters, term), "method": GEE_LOGIT_INDEPENDENT}
+
+
+def logit_clustered(y, exog: pd.DataFrame, clusters, term: str) -> dict:
+    """As gee_logit, by logistic regression with participant-clustered robust errors (statsmodels Logit,
+    cov_type="cluster"; the same as GEE with an independence working correlation). Vectorised, so fast
+    on thousands of participants: used for the secondary trend tests."""
+    y = np.asarray(y, dtype=float)
+    exog = exog.astype(float)
+    clusters = np.asarray(clusters)
+    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
+    y, exog, clusters = y[keep], exog[keep], clusters[keep]
+    n_clusters = len(pd.unique(clusters))
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": LOGIT_CLUSTERED,
+           "n_clusters": n_clusters, "n": int(len(y))}
+    why = _unfittable(y, exog[term], n_clusters)
+    if why:
+        return {**out, "note": why}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fitted = sm.Logit(y, sm.add_constant(exog, has_constant="add")).fit(
+                disp=0, maxiter=100, cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters)[0]})
+            low, high = fitted.conf_int(alpha=ALPHA).loc[term]
+            coef, p = fitted.params[term], fitted.pvalues[term]
+        except (PerfectSeparationError, np.linalg.LinAlgError, ValueError):
+            return {**out, "note": "the model could not be fitted (perfect separation)"}
+    if not np.isfinite([coef, p, low, high]).all() or abs(coef) > MAX_LOG_ODDS:
+        return {**out, "note": "perfect separation: an outcome is (almost) constant given the predictor"}
+    return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])), "p_value": _num(p)}
+
+
+def _unfittable(y: np.ndarray, x: pd.Series, n_clusters: int) -> str | None:
+    if len(y) == 0:
+        return "no data"
+    if n_clusters < MIN_CLUSTERS:
+        return f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS})"
+    if x.nunique() < 2:
+        return "the predictor does not vary (a group is empty)"
+    if np.unique(y).size < 2:
+        return "every outcome is the same"
+    return None
+
+
+def _fit_gee(y, design, clusters, term: str) -> tuple[float, ...] | None:
+    """(coefficient, standard error, p-value, CI low, CI high) of `term`, or None when the fit fails."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model = sm.GEE(y, design, groups=clusters, family=sm.families.Binomial(), cov_struct=Exchangeable())
+            fitted = model.fit(maxiter=60)
+            low, high = fitted.conf_int(alpha=ALPHA).loc[term]
+            values = (fitted.params[term], fitted.bse[term], fitted.pvalues[term], low, high)
+        except (PerfectSeparationError, np.linalg.LinAlgError, ValueError, ZeroDivisionError, OverflowError):
+            return None
+    if not np.isfinite(values).all() or values[1] <= 0:
+        return None
+    return tuple(float(v) for v in values)
+
+
+def clustered_difference(y, x, clusters) -> dict:
+    """The difference of means (of rates, for a 0/1 outcome) between x=1 and x=0 with a 95% CI and
+    p-value robust to participant clusters: OLS with clustered standard errors (statsmodels)."""
+    y, x, clusters = np.asarray(y, float), np.asarray(x, float), np.asarray(clusters)
+    keep = ~np.isnan(y) & ~np.isnan(x)
+    y, x, clusters = y[keep], x[keep], clusters[keep]
+    n_clusters = len(pd.unique(clusters))
+    out = {"difference": None, "ci": None, "p_value": None, "method": OLS_CLUSTERED, "n_clusters": n_clusters}
+    if len(y) == 0 or len(np.unique(x)) < 2:
+        return {**out, "note": "a group is empty"}
+    difference = float(y[x == 1].mean() - y[x == 0].mean())
+    if n_clusters < MIN_CLUSTERS:
+        return {**out, "difference": difference,
+                "note": f"too few participants for a clustered interval ({n_clusters} < {MIN_CLUSTERS})"}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = sm.OLS(y, sm.add_constant(x, has_constant="add")).fit(
+            cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters)[0]})
+        low, high = fitted.conf_int(alpha=ALPHA)[1]
+        p = fitted.pvalues[1]
+    return {**out, "difference": difference, "ci": _pair((low, high)), "p_value": _num(p)}
+
+
+def compare_rates(won, group, clusters) -> dict:
+    """Everything the report says about a 0/1 outcome in group 1 vs group 0: the difference of rates
+    with its clustered CI, the odds ratio with its CI, and the clustered p-value (GEE), next to the
+    naive z-test's p-value."""
+    won, group = np.asarray(won, float), np.asarray(group, float)
+    known = ~np.isnan(won) & ~np.isnan(group)
+    counts = tuple(won[known & (group == g)].sum() for g in (1.0, 0.0))
+    sizes = tuple(int((known & (group == g)).sum()) for g in (1.0, 0.0))
+    naive = z_test(counts, sizes)
+    gee = gee_logit(won, pd.DataFrame({"group": group}), clusters, "group")
+    difference = clustered_difference(won, group, clusters)
+    notes = [n for n in (naive.get("note"), gee.get("note"), difference.get("note")) if n]
+    return {"difference": difference["difference"], "difference_ci": difference["ci"],
+            "odds_ratio": gee["odds_ratio"], "odds_ratio_ci": gee["odds_ratio_ci"],
+            "p_value": naive["p_value"], "p_value_clustered": gee["p_value"],
+            "test": Z_TEST, "test_clustered": gee["method"], "n_participants": gee["n_clusters"],
+            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+
+
+def logit_test(y, exog: pd.DataFrame, term: str) -> dict:
+    """A logistic regression's odds ratio and p-value for `term`, games as independent (statsmodels Logit)."""
+    y = np.asarray(y, dtype=float)
+    exog = exog.astype(float)
+    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
+    y, exog = y[keep], exog[keep]
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None,
+           "method": "logistic regression (statsmodels Logit), games as independent", "n": int(len(y))}
+    if len(y) == 0 or exog[term].nunique() < 2 or np.unique(y).size < 2:
+        return {**out, "note": "a group is empty or every outcome is the same"}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fitted = sm.Logit(y, sm.add_constant(exog, has_constant="add")).fit(disp=0, maxiter=100)
+        except (PerfectSeparationError, np.linalg.LinAlgError, ValueError):
+            return {**out, "note": "the model could not be fitted (perfect separation)"}
+    coef, p = fitted.params[term], fitted.pvalues[term]
+    if not np.isfinite([coef, p]).all() or abs(coef) > MAX_LOG_ODDS:
+        return {**out, "note": "perfect separation"}
+    low, high = fitted.conf_int(alpha=ALPHA).loc[term]
+    return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])), "p_value": _num(p)}
+
+
+# --- correlation -----------------------------------------------------------------------------------
+
+def correlation(x, y) -> dict:
+    """Pearson's r (scipy pearsonr, Fisher-z 95% CI) and Spearman's rho (scipy spearmanr; its CI is
+    pearsonr's on the ranks, an approximation)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = ~np.isnan(x) & ~np.isnan(y)
+    x, y = x[keep], y[keep]
+    out = {"n": int(len(x)), "pearson": None, "pearson_ci": None, "pearson_p": None,
+           "spearman": None, "spearman_ci": None, "spearman_p": None}
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {**out, "note": "fewer than 3 pairs, or one variable is constant"}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pearson = scipy.stats.pearsonr(x, y)
+        spearman = scipy.stats.spearmanr(x, y)
+        ranked = scipy.stats.pearsonr(scipy.stats.rankdata(x), scipy.stats.rankdata(y))
+        pearson_ci, spearman_ci = pearson.confidence_interval(1 - ALPHA), ranked.confidence_interval(1 - ALPHA)
+    return {**out, "pearson": _num(pearson.statistic), "pearson_ci": _pair((pearson_ci.low, pearson_ci.high)),
+            "pearson_p": _num(pearson.pvalue), "spearman": _num(spearman.statistic),
+            "spearman_ci": _pair((spearman_ci.low, spearman_ci.high)), "spearman_p": _num(spearman.pvalue)}
+
+
+# --- agreement -------------------------------------------------------------------------------------
+
+def rater_agreement(ratings: pd.DataFrame, unit: str, value: str, levels: int) -> dict:
+    """Agreement of several raters per unit on an ordinal scale coded 0..levels-1: Krippendorff's alpha
+    (ordinal; krippendorff.alpha) over all units, and Fleiss' kappa (statsmodels fleiss_kappa) over the
+    units with the most common number of ratings (it needs the same number for every unit)."""
+    ratings = ratings.dropna(subset=[value])
+    per_unit = ratings.groupby(unit)[value].size()
+    out = {"krippendorff_alpha": None, "fleiss_kappa": None, "n_items": int(len(per_unit)),
+           "n_ratings": int(len(ratings)), "n_items_fleiss": 0, "ratings_per_item_fleiss": None}
+    notes = []
+    counts = pd.crosstab(ratings[unit], ratings[value].astype(int)).reindex(columns=range(levels), fill_value=0)
+    if (per_unit >= 2).sum() < 2:
+        return {**out, "note": "fewer than 2 items with 2 or more ratings"}
+    import krippendorff
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out["krippendorff_alpha"] = _num(krippendorff.alpha(value_counts=counts.to_numpy(),
+                                                                value_domain=list(range(levels)),
+                                                                level_of_measurement="ordinal"))
+        except (ValueError, ZeroDivisionError) as error:
+            notes.append(f"Krippendorff's alpha: {error}")
+        k = int(per_unit[per_unit >= 2].mode().iloc[0])
+        same = counts.loc[per_unit[per_unit == k].index]
+        out.update(n_items_fleiss=int(len(same)), ratings_per_item_fleiss=k)
+        if len(same) >= 2:
+            out["fleiss_kappa"] = _num(fleiss_kappa(same.to_numpy(), method="fleiss"))
+    if out["krippendorff_alpha"] is None and not notes:
+        notes.append("every rating is the same: agreement is undefined")
+    return {**out, **({"note": "; ".join(notes)} if notes else {})}
+
+
+def weighted_kappa(a, b, levels: int, weights: str = "linear") -> dict:
+    """Agreement of two ratings of the same items on an ordinal scale coded 0..levels-1: linearly
+    weighted Cohen's kappa with its 95% CI (statsmodels cohens_kappa), and the share of exact agreement."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    keep = ~np.isnan(a) & ~np.isnan(b)
+    a, b = a[keep].astype(int), b[keep].astype(int)
+    out = {"weighted_kappa": None, "ci": None, "p_value": None, "weights": weights, "n_items": int(len(a)),
+           "exact_agreement": float((a == b).mean()) if len(a) else None}
+    if len(a) < 2:
+        return {**out, "note": "fewer than 2 items rated both ways"}
+    table = pd.crosstab(a, b).reindex(index=range(levels), columns=range(levels), fill_value=0).to_numpy()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cohens_kappa(table, wt=weights)
+    kappa = _num(result.kappa)
+    if kappa is None:
+        return {**out, "note": "both ratings are constant: kappa is undefined"}
+    return {**out, "weighted_kappa": kappa, "ci": _pair((result.kappa_low, result.kappa_upp)),
+            "p_value": _num(result.pvalue_two_sided)}
+
