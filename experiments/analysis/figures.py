@@ -193,7 +193,7 @@ def fig5_adoption(report: dict) -> Figure:
                 continue
             ci = half.get("ci") or [half["share"], half["share"]]
             halves_ax.bar(i, half["share"], width=0.55, color=COLORS[i], alpha=0.85,
-                          yerr=[[half["share"] - ci[0]], [ci[1] - half["share"]]], capsize=4)
+                          yerr=[[max(0.0, half["share"] - ci[0])], [max(0.0, ci[1] - half["share"])]], capsize=4)
             halves_ax.annotate(f"{half['share']:.0%}\nn={half.get('n_games', 0)}", (i, ci[1]),
                                textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
         _categories(halves_ax, ["first half", "second half"])

@@ -128,3 +128,17 @@ def test_a_report_without_data_still_builds(tmp_path):
     rows = list(csv.DictReader(open(written["tables"] / "table1.csv", encoding="utf-8")))
     assert rows == [{"study": "all", "missing": "no finished games of a controlled study"}]
     strict_json(written["json"].read_text())
+
+
+def test_every_figure_draws_when_a_share_is_100_percent(tmp_path):
+    """A real bot run had every at-will game use explanations: the Wilson upper bound of a 100% share sits a
+    hair below it in floating point, and Fig. 5 failed to draw ('yerr' must not contain negative values)."""
+    from experiments.analysis.figures import DRAW, draw_figures
+
+    half = {"n_games": 20, "share": 1.0, "ci": [0.8388748419471804, 0.9999999999999999]}   # as the bot run had them
+    by_play = [{"play": k, "n_games": 8, "share": 1.0, "ci": [0.6755924351161198, 1.0], "win_rate": 0.125}
+               for k in range(1, 6)]
+    report = {"at_will": {"adoption": {"first_half": half, "second_half": half, "by_play": by_play}}}
+    for draw in DRAW.values():
+        draw(report)                       # draw_figures would hide a failure behind "could not be drawn"
+    assert len(draw_figures(report, tmp_path)) == 12
