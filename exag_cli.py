@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
+import os
 import sys
 from pathlib import Path
 
@@ -25,9 +25,27 @@ def _world_build(args: argparse.Namespace) -> int:
 def _world_sheet(args: argparse.Namespace) -> int:
     from vqa_agent.world.sheet import write_contact_sheet
 
-    out = write_contact_sheet(args.world, args.out, n=args.n, seed=args.seed, split=args.split)
+    world = _default_world(args.world)
+    _render_sheet_images(world, args.n, args.seed, args.split)
+    out = write_contact_sheet(world, args.out, n=args.n, seed=args.seed, split=args.split)
     print(f"contact sheet written to {out}")
     return 0
+
+
+def _render_sheet_images(world: Path, n: int, seed: int, split: str | None) -> None:
+    """The images write_contact_sheet will draw (its first random choice), rendered if not yet."""
+    from vqa_agent.world.build import ensure_rendered, render_progress
+
+    if not (world / "manifest.json").exists() or render_progress(world)["done"]:
+        return
+    import numpy as np
+
+    scenes = json.loads((world / "scenes.json").read_text())["scenes"]
+    with_questions = {q["image_index"] for q in json.loads((world / "questions.json").read_text())["questions"]}
+    candidates = [s for s in scenes if (split is None or s["split"] == split) and s["image_index"] in with_questions]
+    if candidates:
+        for i in np.random.default_rng(seed).choice(len(candidates), min(n, len(candidates)), replace=False):
+            ensure_rendered(world, candidates[i]["image_filename"])
 
 
 def _world_parse(args: argparse.Namespace) -> int:
@@ -50,7 +68,8 @@ def _train_agent(args: argparse.Namespace) -> int:
     from vqa_agent.train import train_agent
 
     overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed)) if v is not None}
-    out = train_agent(args.world, args.out, preset(args.preset, **overrides), device=args.device)
+    world = _default_world(args.world, ("train", "val"), "`exag train agent`")
+    out = train_agent(world, args.out, preset(args.preset, **overrides), device=args.device)
     training = json.loads((out / "training.json").read_text())
     print(f"best agent in {out}: validation accuracy {training['val']['accuracy']:.1%}")
     return 0
@@ -60,7 +79,8 @@ def _train_word2vec(args: argparse.Namespace) -> int:
     from explainers.word_vectors import Word2VecConfig, train_world_word_vectors
 
     overrides = {k: v for k, v in (("dim", args.dim), ("epochs", args.epochs), ("seed", args.seed)) if v is not None}
-    out, stats = train_world_word_vectors(args.world, args.out, Word2VecConfig(**overrides))
+    world = _default_world(args.world, ("train",), "`exag train word2vec`")
+    out, stats = train_world_word_vectors(world, args.out, Word2VecConfig(**overrides))
     print(f"word vectors in {out}: {stats['vocabulary']} words, trained on {stats['sentences']} sentences "
           f"({stats['words']} words) in {stats['seconds']:.1f} s")
     return 0
@@ -73,7 +93,8 @@ def _train_nle(args: argparse.Namespace) -> int:
                                    ("threads", args.threads), ("device", args.device)) if v is not None}
     if overrides.get("max_items") == 0:
         overrides["max_items"] = None
-    out = train_nle(args.agent, args.world, args.out, NLETrainingConfig(**overrides))
+    world = _default_world(args.world, ("train", "val"), "`exag train nle`")
+    out = train_nle(args.agent, world, args.out, NLETrainingConfig(**overrides))
     training = json.loads((out / "training.json").read_text())
     print(f"best NLE model in {out}: validation loss {training['val']['loss']:.3f}, exact matches "
           f"{training['val']['exact_match']:.1%} (trained in {training['seconds'] / 60:.1f} min)")
@@ -84,7 +105,7 @@ def _ask(args: argparse.Namespace) -> int:
     from vqa_agent.agent import VQAAgent
 
     agent = VQAAgent.from_pretrained(args.agent, device=args.device)
-    for out in agent.answer([args.image] * len(args.questions), args.questions):
+    for out in agent.answer([_image_file(args.image)] * len(args.questions), args.questions):
         print(json.dumps({
             "question": out.question, "answer": out.answer, "probability": round(out.probability, 4),
             "top_k": [[a, round(p, 4)] for a, p in out.top_k], "unknown_words": out.unknown_words,
@@ -106,12 +127,13 @@ def _explain(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in EXPLAINERS]
     if unknown:
         raise SystemExit(f"unknown explainer(s): {', '.join(unknown)}; choose from {', '.join(EXPLAINERS)}")
+    world = _default_world(args.world) if "relqa" in names else args.world
     agent = VQAAgent.from_pretrained(args.agent, device=args.device)
-    output = agent.answer([args.image], [args.question])[0]
+    output = agent.answer([_image_file(args.image)], [args.question])[0]
     request = ExplanationRequest(args.image, args.question, output)
     explanations = []
     for name in names:
-        options = {"world": args.world} if name == "relqa" else {}
+        options = {"world": world} if name == "relqa" else {}
         explanations += load_explainer(name, agent, **options).explain_batch([request])
     if args.json:
         print(json.dumps({"question": args.question, "answer": output.answer,
@@ -137,21 +159,30 @@ def _explain(args: argparse.Namespace) -> int:
 def _bench_explainers(args: argparse.Namespace) -> int:
     from experiments.benchmark.explainer_latency import main as bench_main
 
-    return bench_main(["--agent", str(args.agent), "--world", str(args.world), "--repeats", str(args.repeats)] +
+    from vqa_agent.world.build import POOL_SPLIT, missing_images, render_missing
+
+    world = _default_world(args.world)
+    if (world / "manifest.json").exists() and missing_images(world, splits=(POOL_SPLIT,)):
+        print(f"rendering the rest of {world}'s game pool first (the benchmark draws images from all of it)",
+              flush=True)
+        render_missing(world, splits=(POOL_SPLIT,))
+    return bench_main(["--agent", str(args.agent), "--world", str(world), "--repeats", str(args.repeats)] +
                       (["--json", str(args.json)] if args.json else []))
 
 
 def _bench_vqa(args: argparse.Namespace) -> int:
     from experiments.benchmark.vqa_accuracy import main as bench_main
 
-    return bench_main(["--agent", str(args.agent), "--world", str(args.world)] +
+    world = _default_world(args.world, ("test", "pool"), "`exag bench vqa`")
+    return bench_main(["--agent", str(args.agent), "--world", str(world)] +
                       (["--json", str(args.json)] if args.json else [])) or 0
 
 
 def _bench_nle(args: argparse.Namespace) -> int:
     from experiments.benchmark.nle_metrics import main as bench_main
 
-    return bench_main(["--agent", str(args.agent), "--world", str(args.world)] +
+    world = _default_world(args.world, ("test",), "`exag bench nle`")
+    return bench_main(["--agent", str(args.agent), "--world", str(world)] +
                       (["--json", str(args.json)] if args.json else []) +
                       (["--max-items", str(args.max_items)] if args.max_items else []) +
                       (["--model", str(args.model)] if args.model else []) +
@@ -168,64 +199,178 @@ def _bench_latency(args: argparse.Namespace) -> int:
 def _bench_secret_attacks(args: argparse.Namespace) -> int:
     from experiments.benchmark.secret_attacks import main as bench_main
 
-    return bench_main(["--agent", str(args.agent), "--world", str(args.world), "--games", str(args.games),
+    world = _game_world() if args.world == GAME_WORLD else args.world
+    return bench_main(["--agent", str(args.agent), "--world", str(world), "--games", str(args.games),
                        "--medoid-games", str(args.medoid_games), "--seed", str(args.seed)] +
                       (["--json", str(args.json)] if args.json else [])) or 0
 
 
 GAME_WORLD = Path("data/game-world")
+WORLD_HELP = f"built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD})"
+FULL_WORLD_HELP = f"built world with train, val and test splits (default: {DEFAULT_WORLD})"
 
 
-def _serve_world(world: Path | None) -> Path:
-    """The world games draw from: --world, else the whole default world when built, else the game world
-    (the pool and the RelQA bank only), built here on first start."""
-    from vqa_agent.world.build import WorldConfig, build_world
-
+def _default_world(world: Path | None, needs: tuple[str, ...] = (), command: str = "this command") -> Path:
+    """The one default-world rule of every command: --world when given; else the whole world
+    (data/world) when built; else the game world (the pool and the RelQA bank: the val and pool splits),
+    laid out from the shipped scenes and questions on first use (images rendered on demand). A command
+    that needs other splits (`needs`) says how to build the whole world instead."""
     if world is not None:
-        if not (world / "manifest.json").exists():
-            raise FileNotFoundError(f"{world} is not a built world; build it with `exag world build --out {world}`")
         return world
     if (DEFAULT_WORLD / "manifest.json").exists():
         return DEFAULT_WORLD
-    print(f"building the game world (the game pool and the RelQA question bank) in {GAME_WORLD}; "
-          "this happens once", flush=True)
-    return build_world(GAME_WORLD, WorldConfig(splits=("val", "pool")))
+    from vqa_agent.world.build import GAME_WORLD_SPLITS
+
+    missing = [split for split in needs if split not in GAME_WORLD_SPLITS]
+    if missing:
+        raise FileNotFoundError(
+            f"{command} needs the whole world ({', '.join(missing)} split{'s' * (len(missing) > 1)}), and "
+            f"{DEFAULT_WORLD} is not built; {GAME_WORLD} (what the game uses) holds only the val and pool "
+            f"splits. Build it once with `exag world build --out {DEFAULT_WORLD}` (about 6 minutes on 2 cores, "
+            "0.5 GB), or pass --world DIR")
+    return _game_world()
+
+
+def _game_world() -> Path:
+    """data/game-world: laid out in seconds from the shipped scenes and questions (byte-identical to
+    the build's), its images rendered on demand and by `exag serve`'s background renderer."""
+    from vqa_agent.world.build import GAME_WORLD_SPLITS, WorldConfig, build_world, is_built, shipped_source
+
+    config = WorldConfig(splits=GAME_WORLD_SPLITS)
+    if not is_built(GAME_WORLD, config):
+        print(f"laying out the game world (the game pool and the RelQA question bank) in {GAME_WORLD}"
+              f"{'' if shipped_source(config) else ' (building it: this takes minutes, once)'}", flush=True)
+    return build_world(GAME_WORLD, config, lazy=True)
+
+
+def _image_file(path: Path) -> Path:
+    """An image of a built world that is not rendered yet (a lazily laid out game world) is rendered now."""
+    world = path.parent.parent
+    if not path.exists() and path.parent.name == "images" and (world / "manifest.json").exists():
+        from vqa_agent.world.build import ensure_rendered
+
+        ensure_rendered(world, path.name)
+    return path
+
+
+def _seed_pool_embeddings(world: Path, agent: str, data_dir: Path) -> None:
+    """Stores the shipped pool embeddings of the agent (the default one's ship with the game world) where
+    the game pool reads them, so that a first start neither renders nor embeds the whole pool."""
+    from server.agents import checkpoint_fingerprint
+    from server.pool import GamePool
+    from vqa_agent.world.build import shipped_pool_embeddings
+
+    try:
+        embeddings = shipped_pool_embeddings(world, checkpoint_fingerprint(agent))
+    except (OSError, ValueError):      # not a shipped agent name nor a checkpoint directory
+        return
+    if embeddings is None:
+        return
+    paths = GamePool(world).embeddings_paths(agent, data_dir / "cache")
+    if any(path.exists() for path in paths):
+        return
+    import numpy as np
+
+    for path in paths:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.stem}.shipped.npy")
+            np.save(tmp, embeddings)
+            tmp.replace(path)
+            return
+        except OSError:
+            continue
+
+
+_background_render = None
+
+
+def _serve_world(world: Path | None, agent: str = "default", data_dir: Path = Path("data/server")) -> Path:
+    """The world games draw from (the default-world rule), with the shipped pool embeddings in place and
+    a low-priority background process rendering the images a lazily laid out world still lacks (the
+    game renders the images it needs on demand, so the first game needs none of them)."""
+    global _background_render
+    import atexit
+
+    from vqa_agent.world.build import render_progress, start_background_render
+
+    world = _default_world(world)
+    if not (world / "manifest.json").exists():
+        raise FileNotFoundError(f"{world} is not a built world; build it with `exag world build --out {world}`")
+    _seed_pool_embeddings(world, agent, data_dir)
+    if _background_render is None and not render_progress(world)["done"]:
+        _background_render = start_background_render(world)
+        if _background_render is not None:
+            progress = render_progress(world)
+            print(f"rendering {world}'s remaining {progress['total'] - progress['rendered']} images in the "
+                  f"background (pid {_background_render.pid}, low priority); games render what they need "
+                  "at once", flush=True)
+            atexit.register(_background_render.terminate)
+    return world
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from server.app import create_app
     from server.config import ServerConfig
+    from server.serve import redis_for, run_web
 
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
-                          world=_serve_world(args.world), agent=args.agent, admin_token=args.admin_token or "",
+                          world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent,
+                          admin_token=args.admin_token or "",
+                          max_connections_per_address=args.max_connections_per_address,
                           **({"studies_dir": args.studies} if args.studies else {}))
-    app = create_app(config)
-    services = app.extensions["exag"]
-    base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
-    print(f"\nExAG is ready (agent {config.agent}, world {config.world}, "
-          f"Redis {services.redis.url if services.redis else config.redis_url}).")
-    print(f"  play (at-will demo):    {base}/?study=demo")
-    print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
-    print(f"  rating task:            {base}/rate?rater=ID&sig=...  (issue signed rater links on the admin page)")
-    print(f"  admin:                  {base}/admin?token={config.admin_token}")
-    print("Stop with Ctrl-C.", flush=True)
-    # a terminate (service managers, benchmarks) ends like Ctrl-C, so the private Redis stops too
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    try:
-        app.extensions["socketio"].run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True,
-                                       log_output=args.log)
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        services.close()
-    return 0
+    def ready(app) -> None:       # once the web process answers
+        base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
+        print(f"\nExAG is ready (agent {config.agent}, world {config.world}, Redis {config.redis_url}; "
+              f"{'the development server' if args.dev else 'gunicorn'}).")
+        print(f"  play (at-will demo):    {base}/?study=demo")
+        print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
+        print(f"  rating task:            {base}/rate?rater=ID&sig=...  (issue signed rater links on the admin page)")
+        print(f"  admin:                  {base}/admin?token={config.admin_token}")
+        print("Stop with Ctrl-C.", flush=True)
+
+    with redis_for(config):      # the embedded Redis unless a URL is given; stopped on Ctrl-C and SIGTERM
+        workers = None
+        if args.workers:             # this machine's inference workers, restarted when one dies
+            from server.worker import WorkerProcesses, worker_arguments
+            workers = WorkerProcesses(worker_arguments(config, args.threads), args.workers)
+            print(f"started {args.workers} inference worker(s) ({args.threads} torch thread(s) each): "
+                  f"pids {' '.join(map(str, workers.pids))}", flush=True)
+        try:
+            return run_web(config, dev=args.dev, threads=args.web_threads, log_requests=args.log,
+                           trusted_proxies=args.trusted_proxies, ready=ready)
+        finally:
+            if workers is not None:
+                workers.stop()
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import os
+
+    from server.inference import BatchSettings
+    from server.worker import WorkerConfig, run_worker
+
+    url = args.redis_url or os.environ.get("REDIS_URL")
+    if not url:
+        raise ValueError("pass --redis-url URL (or set REDIS_URL): the game server's Redis")
+    world = _default_world(args.world)
+    return run_worker(WorkerConfig(url, world, args.data_dir, args.agent, args.device, args.threads,
+                                   json.loads(args.explainer_options) if args.explainer_options else {},
+                                   BatchSettings(args.max_batch_rounds, args.max_wait_ms),
+                                   feature_cache=args.feature_cache, warm_pool=args.warm_pool))
 
 
 def _bot(args: argparse.Namespace) -> int:
     from experiments.benchmark import write_report
     from game.players import SimplePlayer
-    from server.bot import play_games
+    from server.bot import DEMO_CONTROLLED_ARMS, format_load, parse_mix, play_games, run_load
 
+    if args.players is not None:      # the load test
+        arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else DEMO_CONTROLLED_ARMS
+        report = run_load(args.url, args.players, args.duration, parse_mix(args.mix), arms=arms,
+                          server_pids=args.server_pid or (), reply_timeout_s=args.timeout, seed=args.seed)
+        print(format_load(report))
+        write_report(args.json, report)
+        return 0
     report = play_games(args.url, args.games, args.setting, args.arm, args.study,
                         SimplePlayer(questions_per_game=args.questions, seed=args.seed))
     print(f"{report['games']} games, {report['wins']} won; ask-to-answer p50 "
@@ -350,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     sheet = world_commands.add_parser("sheet", help="draw sample scenes with their questions and answers",
                                       description="Write a PNG contact sheet of sample scenes with questions, "
                                                   "answers and a reference explanation.")
-    sheet.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    sheet.add_argument("--world", type=Path, default=None, help=WORLD_HELP)
     sheet.add_argument("--out", type=Path, default=Path("data/contact_sheet.png"), help="PNG to write")
     sheet.add_argument("--n", type=int, default=8, help="number of scenes (default: 8)")
     sheet.add_argument("--seed", type=int, default=0, help="which scenes to pick (default: 0)")
@@ -370,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a VQA agent preset on a world: progress bar with loss and running accuracy, "
                     "validation each epoch, the best checkpoint kept in OUT, resumable (run it again).")
     agent.add_argument("--preset", required=True, help="tiny, weak, medium or strong")
-    agent.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    agent.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     agent.add_argument("--out", type=Path, required=True, help="directory for the agent")
     agent.add_argument("--epochs", type=int, default=None, help="override the preset's epochs")
     agent.add_argument("--seed", type=int, default=None, help="override the preset's seed")
@@ -380,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
         "word2vec", help="train the ObjScene explainer's word vectors on a world's text",
         description="Train Word2Vec (seeded, deterministic) on a world's questions, answers, reference "
                     "explanations and scene descriptions; save gensim KeyedVectors to OUT.")
-    word2vec.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    word2vec.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     word2vec.add_argument("--out", type=Path, required=True, help="file for the vectors (e.g. vectors.kv)")
     word2vec.add_argument("--dim", type=int, default=None, help="vector size (default: 32)")
     word2vec.add_argument("--epochs", type=int, default=None, help="passes over the corpus (default: 5)")
@@ -392,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(computed once, cached in OUT/cache) as prefix, the reference explanations as targets; "
                     "validation each epoch, the best model kept in OUT, resumable (run it again).")
     nle.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
-    nle.add_argument("--world", type=Path, default=DEFAULT_WORLD, help=f"built world (default: {DEFAULT_WORLD})")
+    nle.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     nle.add_argument("--out", type=Path, required=True, help="directory for the NLE model")
     nle.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 5)")
     nle.add_argument("--max-items", type=int, default=None, help="use the first N train questions (default: 40000; 0: all)")
@@ -419,8 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--question", required=True)
     explain.add_argument("--explainers", default="attention,objscene,relqa,nle,introspect",
                          help="comma-separated names (default: all)")
-    explain.add_argument("--world", type=Path, default=DEFAULT_WORLD,
-                         help=f"world whose validation questions are the RelQAs bank (default: {DEFAULT_WORLD})")
+    explain.add_argument("--world", type=Path, default=None,
+                         help=f"world whose validation questions are the RelQAs bank (default: {DEFAULT_WORLD} "
+                              f"when built, else {GAME_WORLD})")
     explain.add_argument("--json", action="store_true", help="print JSON (default: a readable summary)")
     explain.add_argument("--device", default="auto")
     explain.set_defaults(run=_explain)
@@ -431,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     vqa = bench_commands.add_parser("vqa", help="accuracy on test, pool and player-style questions",
                                     description="Accuracy overall, per question type and answer type.")
     vqa.add_argument("--agent", default="default")
-    vqa.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    vqa.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     vqa.add_argument("--json", type=Path, help="write the results here")
     vqa.set_defaults(run=_bench_vqa)
     latency = bench_commands.add_parser("latency", help="p50/p95 of one question over 5 and 20 images",
@@ -446,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="BLEU-4, METEOR, ROUGE-L, CIDEr, BERTScore and e-ViL's S_E/S_T/S_O of the nle explainer on "
                     "the correctly answered test questions, beside a random-explanation baseline.")
     nle_bench.add_argument("--agent", default="default")
-    nle_bench.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    nle_bench.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     nle_bench.add_argument("--json", type=Path, help="write the results here")
     nle_bench.add_argument("--max-items", type=int, default=None, help="only the first N test questions")
     nle_bench.add_argument("--model", default=None, help="NLE model directory (default: the one shipped for the agent)")
@@ -456,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explainers", help="latency of each explainer and of controlled (N=5) and at-will (N=20) rounds",
         description="p50/p95 of each explainer on one request and of whole game rounds with explanations.")
     explainers_bench.add_argument("--agent", default="default")
-    explainers_bench.add_argument("--world", type=Path, default=DEFAULT_WORLD)
+    explainers_bench.add_argument("--world", type=Path, default=None, help=WORLD_HELP)
     explainers_bench.add_argument("--repeats", type=int, default=40)
     explainers_bench.add_argument("--json", type=Path, help="write the results here")
     explainers_bench.set_defaults(run=_bench_explainers)
@@ -482,13 +628,38 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", type=Path, default=Path("data/server"),
                        help="the private Redis's data (append-only file) and caches")
     serve.add_argument("--world", type=Path, default=None,
-                       help=f"a built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD}, built on first start)")
+                       help=f"a built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD}, laid out "
+                            "on first start)")
     serve.add_argument("--agent", default="default", help="agent name or checkpoint directory")
     serve.add_argument("--admin-token", default=None, help="admin token (default: EXAG_ADMIN_TOKEN, else random)")
     serve.add_argument("--studies", type=Path, default=None,
                        help="directory of study files to load when new (default: the repo's studies/)")
     serve.add_argument("--log", action="store_true", help="log every HTTP request")
+    serve.add_argument("--dev", action="store_true",
+                       help="Werkzeug's development server instead of gunicorn (debugging only)")
+    serve.add_argument("--web-threads", type=int, default=None, metavar="N",
+                       help="gunicorn threads of the web process; each open websocket holds one "
+                            "(default: server/serve.py's DEFAULT_WEB_THREADS, 300)")
+    serve.add_argument("--trusted-proxies", type=int, default=0, metavar="N",
+                       help="proxies in front that set X-Forwarded-For (1 behind one nginx), so limits per client "
+                            "address see the client's own (default 0: none)")
+    serve.add_argument("--max-connections-per-address", type=int, default=20, metavar="N",
+                       help="open Socket.IO connections one client address may hold (default 20; raise it behind a "
+                            "proxy and for load tests from one machine)")
+    serve.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                       help="inference worker processes started on this machine (default: one per core; 0: none, "
+                            "workers run elsewhere on the same Redis)")
+    serve.add_argument("--threads", type=int, default=1, metavar="T", help="torch threads per worker (default 1)")
     serve.set_defaults(run=_serve)
+
+    from server.worker import add_arguments as worker_arguments
+    worker = commands.add_parser("worker", help="start an inference worker for the game server",
+                                 description="Answers game rounds from the server's Redis streams (any number of "
+                                 "workers, on any machine that reaches the Redis and has the world): batches rounds "
+                                 "across games, runs the agent and its explainers, grades them and returns each "
+                                 "round's one result. Stops on SIGTERM or Ctrl-C.")
+    worker_arguments(worker)
+    worker.set_defaults(run=_worker)
 
     bot = commands.add_parser("bot", help="play games through the real Socket.IO interface",
                               description="Simulated players: join, consent, ask, (buy explanations,) rate and "
@@ -501,6 +672,19 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument("--questions", type=int, default=3, help="questions per game")
     bot.add_argument("--seed", type=int, default=0)
     bot.add_argument("--json", type=Path, help="write the report here")
+    load = bot.add_argument_group("load test", "N participants at once (half at-will, half controlled over every "
+                                  "arm): a question every 3 s, a rating after each, explanations in a third of at-will "
+                                  "rounds, a guess after 4 questions; p50/p95/p99 per event, errors, timeouts, server "
+                                  "CPU and RSS (start the server with --max-connections-per-address above N)")
+    load.add_argument("--players", type=int, default=None, help="concurrent participants (turns the load test on)")
+    load.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    load.add_argument("--mix", default="at-will=0.5", help="share of at-will participants, e.g. at-will=0.5")
+    load.add_argument("--arms", default=None,
+                      help="controlled arms to spread over, comma-separated (default: every demo-controlled arm)")
+    load.add_argument("--server-pid", type=int, action="append", default=None, metavar="PID",
+                      help="sample this server process and its children (workers, redis-server) for CPU and RSS; "
+                           "repeatable")
+    load.add_argument("--timeout", type=float, default=30.0, help="seconds without a reply that count as a timeout")
     bot.set_defaults(run=_bot)
 
     export = commands.add_parser("export", help="write the event log as tidy tables",

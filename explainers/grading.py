@@ -35,9 +35,8 @@ from vqa_agent.world.scene import Scene
 
 from .attention import rle_to_mask
 from .base import Explanation
+from .scales import ANSWER_SCALE, EXPLANATION_SCALE   # re-exported: the scales live beside, torch-free
 
-ANSWER_SCALE = ("correct", "somewhat correct", "completely wrong")
-EXPLANATION_SCALE = ("Exactly on-point", "Mostly on-point", "Indifferent", "Somewhat off", "Completely wrong")
 SHARE_THRESHOLDS = (0.7, 0.5, 0.3, 0.1)      # attention share -> the first four labels
 SCORE_THRESHOLDS = (0.8, 0.6, 0.4, 0.2)      # objscene and relqa scores -> the first four labels
 SIMILARITY_THRESHOLDS = (0.8, 0.5)           # a true text's similarity -> on-point, mostly on-point

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vqa_agent.image_features import set_difficulty
+from vqa_agent.distances import set_difficulty
 
 from .settings import DIFFICULTY_LEVELS as LEVELS
 

@@ -48,3 +48,30 @@ class SimplePlayer:
 
     def guess(self, game: dict) -> str:
         return game["images"][int(self.rng.integers(len(game["images"])))]
+
+
+@dataclass
+class LoadPlayer(SimplePlayer):
+    """The load profile of a capacity test (`exag bot --players N`): a question every
+    `question_interval_s` (the bot does the pacing), a rating after each, explanations bought in one of
+    every `buy_every` at-will rounds (a third), and a guess after `questions_per_game` questions (4)."""
+    questions_per_game: int = 4
+    buy_every: int = 3
+    question_interval_s: float = 3.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.at_will_rounds = 0                             # at-will rounds played so far, over every game
+        self.buy_offset = int(self.rng.integers(self.buy_every)) if self.buy_every else 0   # players out of step
+
+    def wants_explanations(self, game: dict) -> bool:
+        """Asked once after each answer (the game's last round is the one just answered)."""
+        if not game["explanations_at_will"] or not self.buy_every:
+            return False
+        self.at_will_rounds += 1
+        return (self.at_will_rounds - 1) % self.buy_every == self.buy_offset \
+            and game["points"] >= game["explanation_cost"] + game["question_cost"]
+
+    def wants_guess(self, game: dict) -> bool:
+        """Guess once the game's questions are asked (or no more can be) and the last one is rated."""
+        return game["phase"] == "asking" and not self.wants_question(game)

@@ -17,11 +17,18 @@ if [ ! -x "$venv/bin/python" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
 
-# Reinstall only when the dependency list changed or another checkout uses the environment (the
-# editable install points at one checkout; pip only re-links it when the packages are already there).
+# Reinstall only when the dependency list changed; when only the checkout changed (a fresh clone, the
+# packages already there), just re-point the editable install at it: seconds, nothing resolved or fetched.
 stamp="$venv/.exag-stamp"
-want="$( (cat "$repo/pyproject.toml" "$repo/scripts/setup.sh"; echo "$repo") | sha256sum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+deps="$(cat "$repo/pyproject.toml" "$repo/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+want="$deps $repo"
+have="$(cat "$stamp" 2>/dev/null || true)"
+if [ "$have" != "$want" ] && [ "${have%% *}" = "$deps" ]; then
+    echo "[setup] pointing the environment at $repo"
+    "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$repo" \
+        && echo "$want" > "$stamp"
+fi
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     # PyPI's torchvision is built against PyPI's torch: install the pair in one resolution so a
     # CPU-only torch already on the machine can never be mixed with an incompatible torchvision.
     echo "[setup] installing torch + torchvision (first run downloads several GB)"

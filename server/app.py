@@ -1,5 +1,7 @@
 """create_app(config): the Flask app with Socket.IO (async mode pinned to "threading"), wired to Redis
-(a URL, or a private redis-server started here), the agent, its explainers and the game pool.
+(a URL, or a private redis-server started here) and the game pool. The web process runs no model and never
+imports torch: rounds go to inference workers through Redis (server/rounds.py, server/worker.py), which
+`exag serve` starts as processes, and tests as threads in this process (ServerConfig.inprocess_workers).
 
     app = create_app(ServerConfig(world="data/world"))
     app.extensions["socketio"].run(app, host=..., port=...)   # what `exag serve` does
@@ -8,29 +10,28 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from flask import Flask
 from flask_socketio import SocketIO
 
 from game.study import load_study
-from vqa_agent.agent import VQAAgent
 
-from .agents import Agents
+from .agents import AgentHandle, Agents
 from .config import ServerConfig
 from .embedded_redis import EmbeddedRedis
-from .events import Frame, register
-from .inference import InferenceWorker
+from .events import Frame, message_queue, register
 from .play import Play
 from .pool import GamePool
 from .rating_task import RatingTask
+from .rounds import RoundQueue
 from .routes import FRONTEND, pages
 from .store import Store
 from .study_check import check_study
 
-ASYNC_MODE = "threading"   # plain threads: torch inference needs no monkey-patching, simple-websocket serves websockets
+ASYNC_MODE = "threading"   # plain threads: no monkey-patching, simple-websocket serves websockets
 log = logging.getLogger(__name__)
 
 
@@ -39,17 +40,16 @@ class Services:
     config: ServerConfig
     store: Store
     pool: GamePool
-    worker: InferenceWorker          # the server's agent's
+    worker: AgentHandle              # the server's agent (its explainers as the workers published them)
     play: Play
     rating: RatingTask
     redis: EmbeddedRedis | None
-    agents: Agents | None = None     # every agent's worker: the server's and those studies name
+    agents: Agents | None = None     # the agents: the server's and those studies name
+    workers: list = field(default_factory=list)   # in-process inference workers (ServerConfig.inprocess_workers)
 
     def close(self) -> None:
-        if self.agents is not None:
-            self.agents.close()
-        else:
-            self.worker.close()
+        for worker in self.workers:
+            worker.close()
         self.store.close()
         if self.redis is not None:
             self.redis.stop()     # the owner of the embedded Redis (started or adopted) stops it
@@ -63,15 +63,14 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         embedded = EmbeddedRedis(config.data_dir / "redis").start()
         url = embedded.url
     store = Store.connect(url)
-    if config.inference_threads:
-        torch.set_num_threads(config.inference_threads)
-    agents = None
+    workers: list = []
     try:
-        agent = VQAAgent.from_pretrained(config.agent)
-        pool = GamePool(config.world, agent, config.data_dir / "cache", progress=config.progress)
-        worker = InferenceWorker(agent, explainer_options(config, config.agent), config.max_batch_rounds,
-                                 config.max_wait_ms)
-        agents = Agents(config.agent, worker, lambda name: load_worker(config, name))
+        workers = [start_inprocess_worker(config, url, n) for n in range(config.inprocess_workers)]
+        pool = GamePool(config.world)
+        # the pool's embeddings (image-set choice) are computed once by a worker, stored beside the world
+        pool.load_embeddings(config.agent, config.data_dir / "cache", wait_s=config.embeddings_wait_s)
+        agents = Agents(config.agent, RoundQueue(store.redis, config.round_timeout_s))
+        worker = agents.server_worker
         load_studies(store, config.studies_dir, pool, agents)
         play = Play(store, pool, agents, config)
         rating = RatingTask(store, {pool.world_index(i): i for i in range(len(pool))})
@@ -80,38 +79,31 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         app.config.update(SECRET_KEY=config.secret_key, MAX_CONTENT_LENGTH=64 * 1024)
         app.register_blueprint(pages)
         socketio = SocketIO(app, async_mode=ASYNC_MODE, max_http_buffer_size=64 * 1024, cors_allowed_origins=[],
-                            ping_interval=10, ping_timeout=20, serializer=Frame)   # Frame: unreadable frames say why
+                            ping_interval=10, ping_timeout=20, serializer=Frame,   # Frame: unreadable frames say why
+                            # the queue on this Redis: every web process reaches every player
+                            client_manager=message_queue(url) if config.message_queue else None)
         register(socketio, play, store, config)
     except BaseException:      # whatever fails, nothing this call started is left running
-        if agents is not None:
-            agents.close()
+        for started in workers:
+            started.close()
         store.close()
         if embedded is not None:
             embedded.stop()
         raise
-    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents)
+    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents, workers)
     app.extensions["socketio"] = socketio
     return app
 
 
-def explainer_options(config: ServerConfig, agent_name: str) -> dict[str, dict]:
-    """The explainers' options for an agent: RelQA's bank from the server's world, the NLE model shipped for
-    the agent, then the configured options (for an agent a study names, all but the server agent's NLE model:
-    its own is looked up)."""
-    options = {"relqa": {"world": config.world, "progress": config.progress}}
-    if not Path(str(agent_name)).exists():
-        options["nle"] = {"agent_name": agent_name}
-    for name, extra in config.explainer_options.items():
-        if name == "nle" and agent_name != config.agent:
-            continue
-        options[name] = {**options.get(name, {}), **extra}
-    return options
-
-
-def load_worker(config: ServerConfig, agent_name: str) -> InferenceWorker:
-    """An inference worker with its own explainers for the agent a study names."""
-    agent = VQAAgent.from_pretrained(agent_name)
-    return InferenceWorker(agent, explainer_options(config, agent_name), config.max_batch_rounds, config.max_wait_ms)
+def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
+    """An inference worker as a thread of this process, on the same streams as `exag worker` (tests); it
+    imports torch, so a web process that must stay torch-free runs none (inprocess_workers=0)."""
+    from .inference import BatchSettings
+    from .worker import Worker, WorkerConfig
+    return Worker(WorkerConfig(redis_url, config.world, config.data_dir, config.agent, config.worker_device,
+                               config.inference_threads, config.explainer_options,
+                               BatchSettings(config.max_batch_rounds, config.max_wait_ms),
+                               progress=config.progress, name=f"inprocess-{number}-{secrets.token_hex(3)}")).start()
 
 
 def load_studies(store: Store, studies_dir: Path, pool: GamePool, agents: Agents) -> list[str]:

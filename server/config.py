@@ -41,6 +41,14 @@ class ServerConfig:
     max_connections_per_address: int = 20
     refusals_logged_per_second: float = 2.0   # per client address, bursts up to event_burst; more are only answered
     diagnostics_max_len: int = 10_000          # the capped stream exag:diagnostics keeps about this many
+    # Socket.IO's message queue on the Redis, so any web process can emit to any player (server/events.py);
+    # off only for one process alone (Flask-SocketIO's test client refuses a queue)
+    message_queue: bool = True
+    # inference workers (server/worker.py; rounds travel through Redis streams, server/rounds.py)
+    inprocess_workers: int = 0         # workers run as threads of create_app's process (tests); `exag serve` starts processes
+    worker_device: str = "auto"        # in-process workers' torch device
+    round_timeout_s: float = 30.0      # a round no worker answered by then fails with a message to the player
+    embeddings_wait_s: float = 900.0   # how long create_app waits for a worker to store the pool's embeddings
 
     def __post_init__(self) -> None:
         self.world, self.data_dir, self.studies_dir = Path(self.world), Path(self.data_dir), Path(self.studies_dir)

@@ -1,12 +1,16 @@
 """Thin Socket.IO handlers: throttle, validate, call Play, emit the new state (or a clear error).
 
 Every event is answered: with `state` (the participant's whole view, also sent to their other open
-tabs) or with `error` {"event", "message"}; a refused message changes nothing. Refusals (and refused
-connections, unreadable frames) are noted in the capped diagnostic stream (`Store.diagnose`), at most
-`refusals_logged_per_second` a client address, never in the study's event log. A frame python-socketio
-cannot read (invalid JSON, too deep, not an event) is answered with `error` {"event": "?"}, or closes a
-connection that has not connected yet. Each client address may hold `max_connections_per_address`
-connections (per web process).
+tabs; `history` with `round`, to the asking tab only) or with `error` {"event", "message"}; a refused
+message changes nothing. Refusals (and refused connections, unreadable frames) are noted in the capped
+diagnostic stream (`Store.diagnose`), at most `refusals_logged_per_second` a client address, never in the
+study's event log. A frame python-socketio cannot read (invalid JSON, too deep, not an event) is answered
+with `error` {"event": "?"}, or closes a connection that has not connected yet. Each client address may
+hold `max_connections_per_address` connections per web process (the throttles, per connection and per
+address, also count per web process; a connection lives on one).
+
+Any number of web processes share one Redis: `message_queue(url)` is the Socket.IO message queue on it,
+so an emit to a participant's room reaches their tabs on every process.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import time
 from flask import request
 from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room, leave_room
 from redis.exceptions import LockError
+from socketio import RedisManager
 from socketio import packet as sio_packet
 
 from game.rules import RuleError
@@ -31,6 +36,16 @@ from .store import Store
 log = logging.getLogger(__name__)
 UNREADABLE = "?"            # the `event` of the error that answers a frame the server could not read
 RESERVED_EVENTS = ("connect", "disconnect")   # python-socketio would call these handlers for a client's event
+ANSWERED_TO_SENDER = {"history": "round"}     # reads that change nothing: event -> the answer's event name
+MESSAGE_QUEUE_CHANNEL = "exag:socketio"      # the Redis pub/sub channel all web processes of one Redis share
+
+
+def message_queue(redis_url: str) -> RedisManager:
+    """The Socket.IO message queue on the game's Redis (`SocketIO(client_manager=...)`): an emit is delivered
+    to this process's clients at once and published for the other web processes on the same Redis, which
+    deliver it to theirs. Given as a client manager, not as Flask-SocketIO's `message_queue=` URL, which
+    sends any URL but redis:// and rediss:// to Kombu: redis-py reads the embedded Redis's unix:// URL."""
+    return RedisManager(redis_url, channel=MESSAGE_QUEUE_CHANNEL)
 
 
 class Throttle:
@@ -193,6 +208,9 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                     connections.pop(sid, None)      # released and taken over elsewhere: this tab is done
                     leave_room(room_of(who))
                     raise PlayError(ANOTHER_BROWSER)
+                if event in ANSWERED_TO_SENDER:     # a read: only the asking tab gets the answer
+                    emit(ANSWERED_TO_SENDER[event], as_text(getattr(play, event)(who, data)))
+                    return
                 view = getattr(play, event)(who, data)
                 emit("state", as_text(view), to=room_of(who))
             except (SchemaError, PlayError, RuleError) as error:

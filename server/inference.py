@@ -1,26 +1,34 @@
-"""The inference worker: one thread owns the agent and the explainers (neither is thread-safe) and
-answers game rounds in batches, LitServe-style: up to `max_batch_rounds` rounds that arrive within
-`max_wait_ms` of each other share one agent call and one call per explainer.
+"""The predict step of an inference worker (server/worker.py): the agent and its explainers answer a
+batch of game rounds, LitServe-style: up to `BatchSettings.max_batch_rounds` rounds that arrive within
+`max_wait_ms` of each other (rounds of different games) share one agent call and one call per explainer.
 
 A round is one question about all of a game's images: the agent answers it on every image (the answer
 about the secret is the one the player gets), then the round's explainers run on every image
-(`for_every_image`) or on the secret image only (`for_the_secret`).
+(`for_every_image`) or on the secret image only (`for_the_secret`). The agent and the explainers are not
+thread-safe: one thread (the worker's loop) calls `predict`.
 """
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explainers import EXPLAINERS, Explainer, Explanation, ExplanationRequest, load_explainer
-from vqa_agent.agent import AgentOutput, VQAAgent
+import explainers   # its explainers (and torch) load when a Predictor is made, not when this is imported
+
+if TYPE_CHECKING:
+    from explainers import Explainer, Explanation
+    from vqa_agent.agent import AgentOutput, VQAAgent
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    max_batch_rounds: int = 8          # game rounds answered in one agent call
+    max_wait_ms: float = 5.0           # how long the first round of a batch waits for others to join it
 
 
 @dataclass
@@ -42,93 +50,41 @@ class RoundResult:
     batch_rounds: int = 1
 
 
-@dataclass
-class _Job:
-    kind: str                   # "round" or "prepare"
-    payload: object
-    future: Future = field(default_factory=Future)
-
-
-class InferenceWorker:
-    def __init__(self, agent: VQAAgent, explainer_options: dict[str, dict] | None = None,
-                 max_batch_rounds: int = 8, max_wait_ms: float = 5.0) -> None:
+class Predictor:
+    def __init__(self, agent: VQAAgent, explainer_options: dict[str, dict] | None = None) -> None:
         self.agent = agent
-        self.max_batch_rounds = max_batch_rounds
-        self.max_wait_s = max_wait_ms / 1000
         self.explainers: dict[str, Explainer] = {}
         self.unavailable: dict[str, str] = {}        # explainer name -> why it could not be loaded
-        for name in EXPLAINERS:
+        for name in explainers.EXPLAINER_NAMES:
             try:
-                self.explainers[name] = load_explainer(name, agent, **(explainer_options or {}).get(name, {}))
+                options = (explainer_options or {}).get(name, {})
+                self.explainers[name] = explainers.load_explainer(name, agent, **options)
             except (OSError, ValueError, KeyError) as error:
                 self.unavailable[name] = str(error)
                 log.warning("explainer %s is unavailable: %s", name, error)
-        self._queue: queue.Queue[_Job | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="exag-inference", daemon=True)
-        self._thread.start()
 
-    # --- what the server calls (any thread) -------------------------------------------------------
-
-    def answer_round(self, request: RoundRequest, timeout: float = 60.0) -> RoundResult:
-        """The round's result; a question the agent cannot read (QuestionError, a ValueError) is refused
-        here, before it joins a batch with other games' rounds."""
+    def check(self, request: RoundRequest) -> None:
+        """Refuses (ValueError, the text for the player) a round that must not join a batch: unknown or
+        unavailable explainers, a question the agent cannot read (QuestionError)."""
         missing = [n for n in request.for_every_image + request.for_the_secret if n not in self.explainers]
         if missing:
             raise ValueError(f"explainers not available: {', '.join(missing)}")
         self.agent.vocabulary.check(request.question)
-        return self._submit("round", request).result(timeout)
 
-    def prepare(self, images: list[np.ndarray], timeout: float = 60.0) -> None:
-        self._submit("prepare", images).result(timeout)
+    def prepare(self, images: list[np.ndarray]) -> None:
+        self.agent.prepare(images)
 
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=10)
-
-    def _submit(self, kind: str, payload) -> Future:
-        job = _Job(kind, payload)
-        self._queue.put(job)
-        return job.future
-
-    # --- the worker thread ------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            if job.kind == "prepare":
-                self._settle([job], lambda: [self.agent.prepare(job.payload)])
-                continue
-            batch = [job]
-            deadline = time.monotonic() + self.max_wait_s
-            while len(batch) < self.max_batch_rounds:
-                try:
-                    more = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
-                except queue.Empty:
-                    break
-                if more is None or more.kind != "round":
-                    self._queue.put(more)      # handled after this batch, in order
-                    break
-                batch.append(more)
-            self._settle(batch, lambda: self._answer([j.payload for j in batch]))
-
-    def _settle(self, jobs: list[_Job], compute) -> None:
+    def predict(self, rounds: list[RoundRequest]) -> list[RoundResult | Exception]:
+        """One result per round, in order; one bad round fails only itself (the batch is answered again
+        round by round), never its batch neighbours."""
         try:
-            results = compute()
+            return list(self._answer(rounds))
         except Exception as error:   # the worker must survive anything one batch does
-            if len(jobs) > 1 and jobs[0].kind == "round":
-                # one bad round must fail only itself: answer the batch's rounds one by one
-                log.warning("a batch of %d rounds failed (%s); answering them one by one", len(jobs), error)
-                for job in jobs:
-                    self._settle([job], lambda job=job: self._answer([job.payload]))
-                return
-            log.exception("inference failed")
-            for job in jobs:
-                job.future.set_exception(error)
-            return
-        for job, result in zip(jobs, results):
-            job.future.set_result(result)
+            if len(rounds) == 1:
+                log.exception("inference failed")
+                return [error]
+            log.warning("a batch of %d rounds failed (%s); answering them one by one", len(rounds), error)
+            return [self.predict([r])[0] for r in rounds]
 
     def _answer(self, rounds: list[RoundRequest]) -> list[RoundResult]:
         started = time.perf_counter()
@@ -146,11 +102,12 @@ class InferenceWorker:
             wanted = []   # (round, image, request, for_secret)
             for i, (r, outs) in enumerate(zip(rounds, per_round)):
                 if name in r.for_every_image:
-                    wanted += [(i, k, ExplanationRequest(img, o.question, o, r.seed), False)
+                    wanted += [(i, k, explainers.ExplanationRequest(img, o.question, o, r.seed), False)
                                for k, (img, o) in enumerate(zip(r.images, outs))]
                 if name in r.for_the_secret:
                     o = outs[r.secret]
-                    wanted.append((i, r.secret, ExplanationRequest(r.images[r.secret], o.question, o, r.seed), True))
+                    request = explainers.ExplanationRequest(r.images[r.secret], o.question, o, r.seed)
+                    wanted.append((i, r.secret, request, True))
             if not wanted:
                 continue
             for (i, k, _, for_secret), explanation in zip(wanted, explainer.explain_batch([w[2] for w in wanted])):

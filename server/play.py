@@ -1,8 +1,9 @@
 """What happens when a participant does something: the server side of every Socket.IO event.
 
 Each action loads the participant's state from Redis (under the participant's lock), applies the pure
-game rules, runs the agent and the explainers when a question needs answering, grades what was shown
-against the ground truth, and commits the new state with its events in one transaction. Only then is
+game rules, has an inference worker answer when a question needs answering (server/rounds.py: the
+worker runs the agent and the explainers and grades what is shown against the ground truth), and
+commits the new state with its events in one transaction. Only then is
 the new view returned for the player. The view is built by `view()` alone, which never includes the
 secret before the guess, an explanation's grade, or the ground truth.
 """
@@ -14,21 +15,17 @@ import time
 
 import numpy as np
 
-from explainers.grading import GroundTruth, grade_answer, grade_explanation
 from game import rules
 from game.image_sets import choose_image_set
 from game.settings import RATINGS, GameSettings, settings_named
 from game.state import FINISHED, GameState, player_view
 from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, with_explanations
-from vqa_agent.world.parser import parse_program
-from vqa_agent.world.programs import program_to_json
 
 from . import browser
-from .agents import Agents, AgentUnavailable
+from .agents import AgentHandle, Agents, AgentUnavailable
 from .config import ServerConfig
-from .inference import InferenceWorker, RoundRequest
 from .pool import GamePool
-from .player_safe import for_player
+from .rounds import RoundError, RoundJob
 from .store import Store
 
 STAGES = CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
@@ -194,7 +191,9 @@ class Play:
         record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
                   "session": number // study.games_per_session, "modes": list(explainers_of(study, participant["arm"])),
                   "nle": study.nle, "agent": study.agent, "started": time.time()}
-        self._worker(study.agent).prepare([self.pool.image(i) for i in chosen.images])
+        # the workers look at the new images ahead of the first question; nobody waits for it here
+        self.agents.queue.post(RoundJob("prepare", list(chosen.images), agent=self._worker(study.agent).name,
+                                        reply=False), slow=True)
         participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
         participant["games"].append(game_id)
         event.update(world_images=[self.pool.world_index(i) for i in chosen.images], arm=participant["arm"],
@@ -212,10 +211,9 @@ class Play:
             started = time.perf_counter()
             result, shown, graded = self._answer(state, record, text,
                                                  tuple(record["modes"]) if controlled_explanations else (), ())
-            answer = result.outputs[state.secret].answer
-            state, event = rules.ask(state, question, answer)
+            state, event = rules.ask(state, question, result["answer"])
             event.update(round=len(state.rounds) - 1, **graded, explanations=shown["log"],
-                         inference_ms=result.seconds * 1000, batch_rounds=result.batch_rounds,
+                         inference_ms=result["inference_ms"], batch_rounds=result["batch_rounds"],
                          ask_to_answer_ms=(time.perf_counter() - started) * 1000)
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record), new_round=shown["view"],
@@ -228,9 +226,9 @@ class Play:
             state, record = self._game(participant, payload["game_id"])
             rules.buy_explanations(state)          # refuses before any work
             result, shown, _ = self._answer(state, record, state.rounds[-1].question, state.settings.for_every_image,
-                                            _for_the_secret(state.settings, record["nle"]))
+                                            _for_the_secret(state.settings, record["nle"]), slow=True)
             state, event = rules.buy_explanations(state)
-            event.update(explanations=shown["log"], inference_ms=result.seconds * 1000)
+            event.update(explanations=shown["log"], inference_ms=result["inference_ms"])
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record),
                               set_round=(len(state.rounds) - 1, shown["view"]),
@@ -267,40 +265,18 @@ class Play:
         return self.view(*who)
 
     def _answer(self, state: GameState, record: dict, question: str, for_every: tuple[str, ...],
-                for_secret: tuple[str, ...]):
-        """The agent's round on the game's images, the explanations to show (player-safe) and to log
-        (with grades, no masks), and the parsed question with the answer's grade."""
-        request = RoundRequest([self.pool.image(i) for i in state.images], question, state.secret,
-                               tuple(for_every), tuple(for_secret), seed=len(state.rounds))
+                for_secret: tuple[str, ...], slow: bool = False) -> tuple[dict, dict, dict]:
+        """The round, answered by an inference worker (server/rounds.py; images by pool position): its
+        result, the explanations to show (player-safe) and to log (with grades, no masks), and the parsed
+        question with the answer's grade. Plain questions go to the fast stream, bought explanations to
+        the slow one."""
+        job = RoundJob("round", list(state.images), question, state.secret, list(state.tokens), list(for_every),
+                       list(for_secret), seed=len(state.rounds), agent=self._worker(record.get("agent", "")).name)
         try:
-            result = self._worker(record.get("agent", "")).answer_round(request)
-        except ValueError as error:
+            result = self.agents.queue.submit(job, slow=slow)
+        except RoundError as error:
             raise PlayError(str(error)) from error
-        program = parse_program(question)
-        truths: dict[int, GroundTruth] = {}
-
-        def truth(position: int) -> GroundTruth:
-            if position not in truths:
-                i = state.images[position]
-                truths[position] = GroundTruth.for_program(program, self.pool.scene(i), self.pool.masks(i))
-            return truths[position]
-
-        secret_output = result.outputs[state.secret]
-        graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
-                  "answer": secret_output.answer, "probability": secret_output.probability,
-                  "answered_by": secret_output.answered_by, "truth": truth(state.secret).answer,
-                  "answer_grade": grade_answer(secret_output, truth(state.secret)).label}
-        view_every, logged = {}, []
-        for position, explanations in enumerate(result.for_every_image):
-            view_every[state.tokens[position]] = [for_player(e) for e in explanations]
-            logged += [_for_log(e, result.outputs[position], truth(position), position, state, False)
-                       for e in explanations]
-        view_secret = [for_player(e) for e in result.for_the_secret]
-        logged += [_for_log(e, secret_output, truth(state.secret), state.secret, state, True)
-                   for e in result.for_the_secret]
-        shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
-                 if (for_every or for_secret) else None, "log": logged}
-        return result, shown, graded
+        return result, result["shown"], result["graded"]
 
     # --- views ------------------------------------------------------------------------------------
 
@@ -328,9 +304,23 @@ class Play:
         view = player_view(state)
         view["image_urls"] = {t: f"/image/{game_id}/{t}.png" for t in state.tokens}
         view["modes"] = record["modes"]
-        for round_view, explanations in zip(view["rounds"], self.store.round_explanations(game_id)):
-            round_view["explanations"] = explanations
+        if view["rounds"]:    # only the latest round's explanations: the page keeps or fetches (`history`) earlier ones
+            view["rounds"][-1]["explanations"] = self.store.round_explanation(game_id, len(view["rounds"]) - 1)
         return view
+
+    def history(self, who: tuple[str, str], payload: dict) -> dict:
+        """An earlier round's explanations as they were shown (the state carries only the latest round's):
+        {"game_id", "round", "explanations"} for any round of one of the participant's own games."""
+        participant = self.store.participant(*who)
+        if participant is None:
+            raise PlayError("join the study first")
+        game_id, number = payload["game_id"], payload["round"]
+        found = self.store.game(game_id) if game_id in participant.get("games", []) else None
+        if found is None:
+            raise PlayError("that is not one of your games")
+        if not 0 <= number < len(found[0].rounds):
+            raise PlayError(f"this game has no question {number + 1}")
+        return {"game_id": game_id, "round": number, "explanations": self.store.round_explanation(game_id, number)}
 
     def image_path(self, game_id: str, token: str):
         found = self.store.game(game_id)
@@ -368,8 +358,8 @@ class Play:
             raise PlayError("unknown game")
         return found
 
-    def _worker(self, agent: str) -> InferenceWorker:
-        """The inference worker of a study's agent ("" = the server's), loaded on first use."""
+    def _worker(self, agent: str) -> AgentHandle:
+        """A study's agent ("" = the server's), as the rounds name it."""
         try:
             return self.agents.worker(agent)
         except AgentUnavailable as error:
@@ -393,15 +383,3 @@ class Play:
 def _for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
     """At-will: the explainers run on the secret image when explanations are bought."""
     return settings.for_the_secret + (("nle",) if nle else ())
-
-
-def _for_log(explanation, output, truth: GroundTruth, position: int, state: GameState, for_secret: bool) -> dict:
-    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
-    (they are the agent's deterministic output and would make every event ~100 KB)."""
-    payload = explanation.payload
-    if explanation.kind == "attention":
-        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
-    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
-            "is_secret": position == state.secret, "for_the_secret": for_secret,
-            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
-            "payload": payload}

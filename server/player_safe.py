@@ -7,8 +7,10 @@ match the exact floats of the "about the secret image" payloads and find the sec
 every payload is projected here, in one place, per `kind`:
 
 - attention: the heatmap grid as shares of its largest cell in whole percent (the heatmap draws
-  value / max), object boxes in whole pixels, object weights in whole percent (labels use percent()),
-  masks as they are (their outlines are drawn);
+  value / max), packed as one byte a cell in base64 (`pack_grid`); object boxes in whole pixels, object
+  weights in whole percent (labels use percent()); masks exact (their outlines are drawn) but packed:
+  run lengths as delta-coded variable-length digits in a URL-safe base64 alphabet (`pack_counts`, 3-4x
+  smaller than the JSON list);
 - words (ObjScene): word, p(word | image) in whole percent, the relevance score to 3 significant digits
   (the tooltip's toPrecision(3)); no distances, anchor or basis;
 - qa_pairs (RelQA): question, answer, the agent's confidence in whole percent (the tooltip); no distances;
@@ -19,10 +21,58 @@ its projection here (and docs/protocol.md says what each kind carries).
 """
 from __future__ import annotations
 
+import base64
 import math
+
+import numpy as np
 
 PERCENT_DECIMALS = 2     # a share shown as a whole percent (frontend/js/dom.js percent()) needs 2 decimals
 SCORE_DIGITS = 3         # significant digits of ObjScene's score in the words renderer's tooltip
+DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"   # base64url: nothing to escape in JSON
+DIGIT_BITS, MORE = 5, 32  # each digit carries 5 bits of a number; MORE marks "another digit follows"
+
+
+def pack_counts(counts: list[int]) -> str:
+    """Run lengths as text (frontend/js/explanations/rle.js unpacks): each count minus the count two
+    before it (the same boundary one row up, so mostly small), zigzag-signed, written 5 bits a digit
+    (least significant first, MORE set on all but the last). Lossless."""
+    digits = []
+    for i, count in enumerate(counts):
+        delta = int(count) - (int(counts[i - 2]) if i >= 2 else 0)
+        value = 2 * delta if delta >= 0 else -2 * delta - 1
+        while True:
+            low, value = value & (MORE - 1), value >> DIGIT_BITS
+            digits.append(DIGITS[low | (MORE if value else 0)])
+            if not value:
+                break
+    return "".join(digits)
+
+
+def unpack_counts(text: str) -> list[int]:
+    """The inverse of pack_counts."""
+    counts, value, shift = [], 0, 0
+    for char in text:
+        digit = DIGITS.index(char)
+        value |= (digit & (MORE - 1)) << shift
+        shift += DIGIT_BITS
+        if not digit & MORE:
+            delta = value >> 1 if not value & 1 else -((value + 1) >> 1)
+            counts.append(delta + (counts[-2] if len(counts) >= 2 else 0))
+            value, shift = 0, 0
+    return counts
+
+
+def pack_grid(percent: list[list[int]]) -> dict:
+    """A grid of whole percents (0-100) as {"rows", "cols", "percent": base64 of one byte a cell, row-major}."""
+    rows, cols = len(percent), len(percent[0]) if percent else 0
+    data = bytes(np.asarray(percent, dtype=np.uint8).ravel()) if rows and cols else b""
+    return {"rows": rows, "cols": cols, "percent": base64.b64encode(data).decode("ascii")}
+
+
+def unpack_grid(grid: dict) -> list[list[float]]:
+    """The grid's cells as shares (0-1, 2 decimals), as the page reads them."""
+    data = base64.b64decode(grid["percent"])
+    return [[data[r * grid["cols"] + c] / 100 for c in range(grid["cols"])] for r in range(grid["rows"])]
 
 
 def share(value) -> float | None:
@@ -41,10 +91,12 @@ def _finite(value) -> bool:
 def _attention(payload: dict) -> dict:
     grid = payload.get("grid") or []
     largest = max((v for row in grid for v in row if _finite(v)), default=0.0)
-    relative = [[share(max(v, 0.0) / largest) if largest > 0 and _finite(v) else 0.0 for v in row] for row in grid]
-    objects = [{"box": [int(round(v)) for v in o["box"]], "weight": share(o["weight"]), "mask": o["mask"]}
+    percent = [[int(round(100 * max(v, 0.0) / largest)) if largest > 0 and _finite(v) else 0 for v in row]
+               for row in grid]
+    objects = [{"box": [int(round(v)) for v in o["box"]], "weight": share(o["weight"]),
+                "mask": {"size": list(o["mask"]["size"]), "rle": pack_counts(o["mask"]["counts"])}}
                for o in payload.get("objects", [])]
-    return {"grid": relative, "objects": objects}
+    return {"grid": pack_grid(percent), "objects": objects}
 
 
 def _words(payload: dict) -> dict:

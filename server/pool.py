@@ -1,30 +1,38 @@
-"""The game pool: the world's held-out images with their scenes and masks (ground truth for grading),
-and the agent's image embeddings that image sets are chosen by (cached next to the server's data)."""
+"""The game pool: the world's held-out images (positions, file names, world indices), their scenes and
+masks (ground truth, read by the inference workers to grade), and the agent's image embeddings that image
+sets are chosen by. Nothing here imports torch: a web process reads the embeddings from a file stored
+beside the world (keyed by the agent's checkpoint and the pool), which the first worker (or a build)
+computes once with `compute_embeddings`.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
+import time
 from collections import OrderedDict
 from pathlib import Path
 from threading import Lock
 
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
 
-from explainers.relqa_index import agent_fingerprint
-
-from vqa_agent.agent import VQAAgent
-from vqa_agent.world.build import POOL_SPLIT
+from vqa_agent.world.build import POOL_SPLIT, ensure_rendered
 from vqa_agent.world.clevr_io import scene_from_json
 from vqa_agent.world.render import load_mask_png
 from vqa_agent.world.scene import Scene
 
+from .agents import checkpoint_fingerprint
+
 IMAGE_CACHE = 256          # decoded images kept in memory (a 320x240 image is 230 KB)
+EMBEDDINGS_DIR = "pool-embeddings"   # beside the world's images: <world>/pool-embeddings/<key>.npy
+EMBED_BATCH = 64
+log = logging.getLogger(__name__)
 
 
 class GamePool:
-    def __init__(self, world: str | Path, agent: VQAAgent, cache_dir: str | Path, progress: bool = False) -> None:
+    def __init__(self, world: str | Path) -> None:
         self.world = Path(world).resolve()
         scenes_file = self.world / "scenes.json"
         if not scenes_file.exists():
@@ -38,12 +46,15 @@ class GamePool:
         self._images: OrderedDict[int, np.ndarray] = OrderedDict()
         self._scenes: dict[int, Scene] = {}
         self._lock = Lock()
-        self.embeddings = self._embeddings(agent, Path(cache_dir), progress)
+        self.embeddings: np.ndarray | None = None    # set by load_embeddings / compute_embeddings
 
     def __len__(self) -> int:
         return len(self.filenames)
 
     def image_path(self, i: int) -> Path:
+        """The image file, rendered now if the world was laid out lazily (the first start renders the
+        rest in the background)."""
+        ensure_rendered(self.world, self.filenames[i])
         return self.world / "images" / self.filenames[i]
 
     def world_index(self, i: int) -> int:
@@ -68,23 +79,57 @@ class GamePool:
         return self._scenes[i]
 
     def masks(self, i: int) -> np.ndarray:
+        ensure_rendered(self.world, self.filenames[i])
         return load_mask_png(self.world / "masks" / self.filenames[i])
 
-    def _embeddings(self, agent: VQAAgent, cache_dir: Path, progress: bool) -> np.ndarray:
-        key = hashlib.sha256((agent_fingerprint(agent) + "\n".join(self.filenames) + str(self.world.resolve()))
-                             .encode()).hexdigest()[:16]
-        path = cache_dir / f"pool-embeddings-{key}.npy"
-        if path.exists():
-            embeddings = np.load(path)
-            if embeddings.shape[0] == len(self):
-                return embeddings
+    # --- the agent's embeddings of the pool -------------------------------------------------------
+
+    def embeddings_paths(self, agent: str, cache_dir: str | Path) -> list[Path]:
+        """Where the embeddings of this pool by this agent are stored: beside the world, else (a world
+        that cannot be written) in the server's cache."""
+        key = hashlib.sha256((checkpoint_fingerprint(agent) + "\n".join(self.filenames)).encode()).hexdigest()[:16]
+        return [self.world / EMBEDDINGS_DIR / f"{key}.npy", Path(cache_dir) / f"pool-embeddings-{key}.npy"]
+
+    def load_embeddings(self, agent: str, cache_dir: str | Path, wait_s: float = 0.0) -> np.ndarray:
+        """The stored embeddings, waiting up to wait_s for a worker to write them."""
+        deadline, said = time.monotonic() + wait_s, False
+        while True:
+            for path in self.embeddings_paths(agent, cache_dir):
+                if path.exists():
+                    embeddings = np.load(path)
+                    if embeddings.shape[0] == len(self):
+                        self.embeddings = embeddings
+                        return embeddings
+            if time.monotonic() >= deadline:
+                raise FileNotFoundError(
+                    f"the game pool's embeddings by agent {agent!r} are not stored yet "
+                    f"({self.embeddings_paths(agent, cache_dir)[0]}); an inference worker (`exag worker`) "
+                    "computes them when it starts")
+            if not said:
+                log.warning("waiting for an inference worker to embed the game pool (once per world and agent)")
+                said = True
+            time.sleep(0.5)
+
+    def compute_embeddings(self, agent_name: str, agent, cache_dir: str | Path, progress: bool = False) -> np.ndarray:
+        """Embeds the pool with `agent` (a VQAAgent, worker side) and stores the result, unless stored."""
+        try:
+            return self.load_embeddings(agent_name, cache_dir)
+        except FileNotFoundError:
+            pass
+        from tqdm import tqdm
         parts = []
-        for start in tqdm(range(0, len(self), 64), desc="embedding the game pool", disable=not progress):
-            batch = [self.image(i) for i in range(start, min(start + 64, len(self)))]
+        for start in tqdm(range(0, len(self), EMBED_BATCH), desc="embedding the game pool", disable=not progress):
+            batch = [self.image(i) for i in range(start, min(start + EMBED_BATCH, len(self)))]
             parts.append(agent.embed_images(batch))
         embeddings = np.concatenate(parts).astype(np.float32)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, embeddings)
-        tmp.replace(path)
+        for path in self.embeddings_paths(agent_name, cache_dir):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
+                np.save(tmp, embeddings)
+                tmp.replace(path)         # atomic: a reader never sees half a file
+                break
+            except OSError as error:
+                log.warning("could not store the pool embeddings at %s: %s", path, error)
+        self.embeddings = embeddings
         return embeddings

@@ -20,7 +20,7 @@ import secrets
 import time
 from urllib.parse import urlencode
 
-from explainers.grading import ANSWER_SCALE, EXPLANATION_SCALE
+from explainers.scales import ANSWER_SCALE, EXPLANATION_SCALE
 
 from . import browser
 from .schemas import ID

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 MAX_QUESTION_CHARS = 300
 MAX_ANSWER_CHARS = 2000
+MAX_ROUND = 999          # `history`: a round's index (no game has this many questions)
 
 
 class SchemaError(ValueError):
@@ -21,6 +22,8 @@ class Field:
     required: bool = True
     max_length: int | None = None
     pattern: re.Pattern | None = None
+    minimum: int | None = None      # integers: the smallest and largest allowed
+    maximum: int | None = None
 
 
 def _id(required: bool = False) -> Field:
@@ -38,6 +41,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "rate": {"game_id": _id(True), "rating": Field(str, True, 64)},
     "guess": {"game_id": _id(True), "image": _id(True)},
     "next_game": {"game_id": _id(True)},
+    "history": {"game_id": _id(True), "round": Field(int, True, minimum=0, maximum=MAX_ROUND)},
     "questionnaire": {"answers": Field(dict)},
 }
 
@@ -76,6 +80,8 @@ def validate(event: str, payload) -> dict:
             check_text(f"{event}: {name}", value)
         if spec.max_length is not None and len(value) > spec.max_length:
             raise SchemaError(f"{event}: {name} is longer than {spec.max_length} characters")
+        if (spec.minimum is not None and value < spec.minimum) or (spec.maximum is not None and value > spec.maximum):
+            raise SchemaError(f"{event}: {name} must be from {spec.minimum} to {spec.maximum}")
         if spec.pattern is not None and not spec.pattern.fullmatch(value):
             raise SchemaError(f"{event}: {name} may only hold letters, digits, '_', '-' and '.' (1-64 characters)")
     if event == "questionnaire":

@@ -166,6 +166,11 @@ class Store:
         """Per round, what the player was shown (player-safe), or None for a round without."""
         return [json.loads(r) for r in self.redis.lrange(f"exag:game:{game_id}:explanations", 0, -1)]
 
+    def round_explanation(self, game_id: str, index: int) -> dict | None:
+        """What the player was shown in one round (player-safe), or None for a round without."""
+        raw = self.redis.lindex(f"exag:game:{game_id}:explanations", index)
+        return json.loads(raw) if raw else None
+
     # --- the one write path -----------------------------------------------------------------------
 
     def commit(self, *, participant: dict | None = None, game: tuple[GameState, dict] | None = None,

@@ -1,7 +1,8 @@
 """Whether a study can run on this server, checked before it is accepted (from a study file at start or
 from the admin form): the config itself (StudyConfig and GameSettings validate their fields), then what
-only the server knows: the pool is large enough, the study's agent loads, every explainer it shows is
-loaded, and an image set can really be chosen at its difficulty (a dry run)."""
+only the server knows: the pool is large enough, the study's agent has a checkpoint here, no explainer it
+shows is one the inference workers could not load (they publish what they loaded, server/rounds.py), and an
+image set can really be chosen at its difficulty (a dry run). Nothing here loads a model or imports torch."""
 from __future__ import annotations
 
 import numpy as np

@@ -32,7 +32,7 @@ CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with t
 DEFAULT_AGENT = "medium"                                 # what "default" means
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
-FEATURE_CACHE_SIZE = 256   # images whose features stay in memory
+FEATURE_CACHE_SIZE = 256   # images whose features stay in memory by default (~0.6 MB each)
 OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
 
 
@@ -125,6 +125,7 @@ class VQAAgent:
         self.config: AgentConfig = model.config
         self.vocabulary = vocabulary
         self._cache: OrderedDict[bytes, tuple] = OrderedDict()
+        self.feature_cache = FEATURE_CACHE_SIZE   # images whose features stay in memory (a worker raises it)
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -166,7 +167,7 @@ class VQAAgent:
             for j, (key, array) in enumerate(new.items()):
                 self._cache[key] = self._seen_image(array, features, found[j], objects, j)
         # evict the least recently used, never an image of this request
-        while len(self._cache) > max(FEATURE_CACHE_SIZE, len(set(keys))):
+        while len(self._cache) > max(self.feature_cache, len(set(keys))):
             self._cache.popitem(last=False)
         return [self._cache[k] for k in keys]
 

@@ -24,6 +24,8 @@ from PIL import Image
 from torch import nn
 from torchvision.transforms.v2 import functional as TF
 
+from .distances import set_difficulty  # noqa: F401  (numpy only, so a web process can use it without torch)
+
 # Embedding size per architecture: VGG16's FC7, and the ResNets' global-average-pooled last stage.
 ARCH_DIMS = {"vgg16": 4096, "resnet18": 512, "resnet50": 2048}
 # Checkpoint keys of the classification head, which the embedding never reaches. They are dropped
@@ -249,17 +251,3 @@ def pairwise_l2(embeddings: np.ndarray) -> np.ndarray:
     d = (d + d.T) / 2  # exact symmetry despite rounding in the matrix product
     np.fill_diagonal(d, 0.0)
     return d
-
-
-def set_difficulty(embeddings: np.ndarray, secret: int, distractors: list[int]) -> float:
-    """Mean L2 distance from the secret image's embedding to the distractors'.
-
-    Lower = harder, as in the paper: distractors that look like the secret image are harder to tell
-    apart from it.
-    """
-    if not distractors:
-        raise ValueError("a set needs at least one distractor")
-    if secret in distractors:
-        raise ValueError(f"the secret image {secret} cannot also be a distractor")
-    x = np.asarray(embeddings, dtype=np.float64)
-    return float(np.linalg.norm(x[distractors] - x[secret], axis=1).mean())

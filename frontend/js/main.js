@@ -43,6 +43,14 @@ const ctx = {
     socket.emit(event, payload);
     render();
   },
+  // a read that changes nothing (`history`): no busy state, the answer comes as its own event
+  request(event, payload) {
+    if (!socket.connected) {
+      showAlert("Not connected to the server. Please wait until the connection is back.");
+      return;
+    }
+    socket.emit(event, payload);
+  },
   rerender: () => render(),
   announce(text) {
     announcer.textContent = text;
@@ -122,9 +130,20 @@ socket.on("state", (data) => {
   rememberPid(state);
   render();
 });
+// The answer to `history`: an earlier round's explanations, kept by the game view.
+socket.on("round", (data) => {
+  const round = typeof data === "string" ? JSON.parse(data) : data;
+  const view = current && VIEWS[current.stage];
+  if (view && view.onRound) view.onRound(round, current, ctx);
+  render();
+});
 socket.on("error", (error) => {
-  clearTimeout(busyTimer);
-  ctx.ui.busy = null;
+  const view = current && VIEWS[current.stage];
+  if (view && view.onError) view.onError(error, current, ctx);
+  if (!(error && error.event === "history")) {   // a refused read leaves a pending message pending
+    clearTimeout(busyTimer);
+    ctx.ui.busy = null;
+  }
   const message = error && typeof error.message === "string" ? error.message : "The server refused that.";
   showAlert(message);
   // a refused join (another browser holds this participation, no cookie, closed study): nothing to play

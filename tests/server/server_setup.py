@@ -35,6 +35,9 @@ def write_studies(directory: Path) -> Path:
 
 
 def server_config(agent_dir, world, nle_dir, data_dir: Path, studies: Path, **changes) -> ServerConfig:
+    """One inference worker in the test's process (a thread), on the same Redis streams as `exag worker`."""
+    changes.setdefault("inprocess_workers", 1)
+    changes.setdefault("message_queue", False)      # Flask-SocketIO's test client works without a queue only
     return ServerConfig(world=world, agent=str(agent_dir), data_dir=data_dir, studies_dir=studies,
                         admin_token="test-admin", seed=3, progress=False,
                         explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(nle_dir)}}, **changes)

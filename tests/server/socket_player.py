@@ -49,6 +49,17 @@ class Player:
         assert match.lower() in data["message"].lower(), data["message"]
         return data["message"]
 
+    def history(self, payload) -> tuple[str, dict]:
+        """Sends `history`: ("round", {"game_id", "round", "explanations"}) or ("error", {...})."""
+        self.client.get_received()
+        self.client.emit("history", payload)
+        received = self.client.get_received()
+        assert not any(m["name"] == "state" for m in received), "history changed the state"
+        answers = [("round", json.loads(m["args"][0])) if m["name"] == "round" else ("error", m["args"][0])
+                   for m in received if m["name"] in ("round", "error")]
+        assert len(answers) == 1, received
+        return answers[0]
+
     @property
     def game(self) -> dict:
         return self.state["game"]

@@ -97,6 +97,24 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
         sync_api.expect(at_will.locator(f'.explanation[data-kind="{kind}"]').first).to_be_visible()
     assert at_will.locator("#points").inner_text() != points
     rate(at_will, RATINGS[0])
+    ask(at_will, "Is there a cylinder?")
+    at_will.click("#explain")
+    sync_api.expect(at_will.locator('.secret-panel .explanation[data-kind="words"]')).to_be_visible()
+    rate(at_will, RATINGS[1])
+    # the state carries only the latest round's explanations: the page kept the first round's ...
+    at_will.click('#history button[data-round="0"]')
+    sync_api.expect(at_will.locator("#show-latest")).to_be_visible()
+    sync_api.expect(at_will.locator(".secret-panel .hint")).to_contain_text("For question 1")
+    at_will.click("#show-latest")
+    # ... and after a reload fetches them from the server (`history`) when the player opens them
+    at_will.reload()
+    sync_api.expect(at_will.locator("#history li.round")).to_have_count(2)
+    sync_api.expect(at_will.locator(".secret-panel .hint")).to_contain_text("For question 2")
+    at_will.click('#history button[data-round="0"]')
+    sync_api.expect(at_will.locator(".secret-panel .hint")).to_contain_text("For question 1")
+    sync_api.expect(at_will.locator(".showing-round")).to_contain_text("question 1")
+    assert at_will.locator('.tile .explanation[data-kind="attention"]').count() == 20
+    sync_api.expect(at_will.locator('#history button[data-round="0"]')).to_have_attribute("aria-pressed", "true")
     won = guess_first(at_will)
 
     # an independent rater opens the researcher's signed link and rates one of the finished game's items
@@ -122,7 +140,7 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     assert len(mine) == 6 and list(mine["rating"][:5]) == [RATINGS[i] for i in range(5)]
     assert mine["rating"].iloc[5] == RATINGS[1]
     aw = games[games["participant"] == "pid:browser-2"].iloc[0]
-    assert bool(aw["won"]) == won and aw["spent"] == 3
+    assert bool(aw["won"]) == won and aw["spent"] == 6
     shown = exported["explanations"]
     assert set(shown[shown["participant"] == "pid:browser-2"]["explainer"]) == {"attention", "objscene", "relqa", "nle"}
     assert list(exported["rater_ratings"]["rater"]) == ["browser-rater"]

@@ -1,24 +1,30 @@
-"""The inference worker batches rounds of different games into one agent call, and a batched round
-gets exactly what it would get alone."""
+"""The predict step of an inference worker answers a batch of rounds of different games in one agent call,
+and a batched round gets exactly what it would get alone. (Batching through the Redis streams, across
+games and workers: test_worker_queue.py.)"""
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from server.inference import InferenceWorker, RoundRequest
+from server.inference import Predictor, RoundRequest
 from vqa_agent.agent import VQAAgent
 
 
 @pytest.fixture(scope="module")
-def worker(tiny_agent_dir, agent_world, tiny_nle_dir):
+def predictor(tiny_agent_dir, agent_world, tiny_nle_dir):
     agent = VQAAgent.from_pretrained(tiny_agent_dir)
-    worker = InferenceWorker(agent, {"relqa": {"world": agent_world, "min_bank": 50, "progress": False},
-                                     "nle": {"model": tiny_nle_dir}}, max_batch_rounds=8, max_wait_ms=200)
-    yield worker
-    worker.close()
+    return Predictor(agent, {"relqa": {"world": agent_world, "min_bank": 50, "progress": False},
+                             "nle": {"model": tiny_nle_dir}})
+
+
+def answer(predictor: Predictor, request: RoundRequest):
+    """One round alone, refused as the worker refuses it (ValueError) before it joins a batch."""
+    predictor.check(request)
+    result, = predictor.predict([request])
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def close(a, b, tolerance: float = 1e-3) -> bool:
@@ -37,25 +43,17 @@ def images_of(world, n: int, offset: int) -> list[np.ndarray]:
     return [np.asarray(Image.open(p).convert("RGB")) for p in paths]
 
 
-def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(worker, agent_world):
-    assert not worker.unavailable
+def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(predictor, agent_world):
+    assert not predictor.unavailable
     requests = [RoundRequest(images_of(agent_world, 5, 5 * g), q, secret=g % 5, for_every_image=("attention",),
                              for_the_secret=("objscene", "relqa", "nle"))
                 for g, q in enumerate(["is there a red cube?", "how many spheres are there?",
                                        "what color is the large cylinder?", "is there a metal thing?"])]
-    results = [None] * len(requests)
-
-    def play(i):
-        results[i] = worker.answer_round(requests[i])
-
-    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(requests))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert max(r.batch_rounds for r in results) > 1
+    results = predictor.predict(requests)
+    assert [r.batch_rounds for r in results] == [len(requests)] * len(requests)
     for request, batched in zip(requests, results):
-        alone = worker.answer_round(request)
+        alone = answer(predictor, request)
+        assert alone.batch_rounds == 1
         assert [o.answer for o in batched.outputs] == [o.answer for o in alone.outputs]
         assert close([[e.payload for e in es] for es in batched.for_every_image],
                      [[e.payload for e in es] for es in alone.for_every_image])
@@ -63,31 +61,18 @@ def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(worker,
         assert [e.kind for e in batched.for_the_secret] == ["words", "qa_pairs", "text"]
 
 
-def test_unknown_explainers_are_refused(worker, agent_world):
+def test_unknown_explainers_are_refused(predictor, agent_world):
     with pytest.raises(ValueError, match="not available"):
-        worker.answer_round(RoundRequest(images_of(agent_world, 2, 0), "is there a cube?", 0, ("telepathy",)))
+        answer(predictor, RoundRequest(images_of(agent_world, 2, 0), "is there a cube?", 0, ("telepathy",)))
 
 
-def test_a_bad_round_fails_only_itself_never_its_batch_neighbours(worker, agent_world):
+def test_a_bad_round_fails_only_itself_never_its_batch_neighbours(predictor, agent_world):
     """Issue 10, finding 1: one round that breaks inside the batched call (here: a broken image) used to
     fail every round batched with it."""
     good = [RoundRequest(images_of(agent_world, 5, 5 * g), "is there a red cube?", secret=0,
                          for_every_image=("attention",), for_the_secret=("relqa",)) for g in range(5)]
     broken = RoundRequest([None] * 5, "is there a red cube?", secret=0)
-    requests = good[:2] + [broken] + good[2:]
-    outcomes: list = [None] * len(requests)
-
-    def play(i):
-        try:
-            outcomes[i] = worker.answer_round(requests[i])
-        except Exception as error:      # noqa: BLE001 - the outcome is what the test looks at
-            outcomes[i] = error
-
-    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(requests))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    outcomes = predictor.predict(good[:2] + [broken] + good[2:])
     assert isinstance(outcomes[2], Exception)
     answered = [o for i, o in enumerate(outcomes) if i != 2]
     assert all(not isinstance(o, Exception) for o in answered), answered
@@ -96,6 +81,6 @@ def test_a_bad_round_fails_only_itself_never_its_batch_neighbours(worker, agent_
 
 @pytest.mark.parametrize("question", ["???", "😀😀", "есть ли красный куб?", "红色立方体?", "is there a красный cube?",
                                       "xyzzy plugh"])
-def test_questions_the_agent_cannot_read_get_an_honest_message(worker, agent_world, question):
+def test_questions_the_agent_cannot_read_get_an_honest_message(predictor, agent_world, question):
     with pytest.raises(ValueError, match="I only understand English questions about the objects in the images"):
-        worker.answer_round(RoundRequest(images_of(agent_world, 2, 0), question, 0))
+        answer(predictor, RoundRequest(images_of(agent_world, 2, 0), question, 0))

@@ -8,6 +8,7 @@ import math
 
 from game.settings import RATINGS
 from game.study import StudyConfig
+from server.player_safe import unpack_counts, unpack_grid
 
 from socket_player import started
 
@@ -34,14 +35,17 @@ def check_explanation(explanation: dict) -> None:
     fields, item_fields = FIELDS[kind]
     assert set(payload) == fields, (kind, set(payload))
     if kind == "attention":
-        assert all(whole_percent(v) for row in payload["grid"] for v in row), payload["grid"]
-        assert max((v for row in payload["grid"] for v in row), default=1) in (0, 1)   # shares of the largest cell
+        assert set(payload["grid"]) == {"rows", "cols", "percent"}     # one byte a cell: whole percent
+        grid = unpack_grid(payload["grid"])
+        assert all(whole_percent(v) for row in grid for v in row), grid
+        assert max((v for row in grid for v in row), default=1) in (0, 1)   # shares of the largest cell
         for o in payload["objects"]:
             assert set(o) == item_fields, set(o)
             assert all(isinstance(v, int) for v in o["box"]), o["box"]
             assert whole_percent(o["weight"]), o["weight"]
-            assert set(o["mask"]) == {"size", "counts"}
-            assert all(isinstance(v, int) for v in o["mask"]["size"] + o["mask"]["counts"])
+            assert set(o["mask"]) == {"size", "rle"} and all(isinstance(v, int) for v in o["mask"]["size"])
+            counts = unpack_counts(o["mask"]["rle"])        # exact run lengths, packed as text
+            assert min(counts, default=0) >= 0 and sum(counts) == o["mask"]["size"][0] * o["mask"]["size"][1]
     elif kind == "words":
         for w in payload["words"]:
             assert set(w) == item_fields, set(w)
@@ -90,11 +94,14 @@ def play(player, questions: list[str], buy: bool) -> list[dict]:
 
 
 def test_at_will_payloads_carry_only_what_the_page_shows(app, connect):
-    states = play(started(connect, "aw", "precise-1"), ["what color is the large sphere?", "is there a cylinder?"],
-                  buy=True)
+    player = started(connect, "aw", "precise-1")
+    states = play(player, ["what color is the large sphere?", "is there a cylinder?"], buy=True)
     counts = [check_state(s) for s in states]
-    # attention on 20 images, ObjScene, RelQA and NLE for the secret, for both rounds by the end
-    assert counts[-1] == 2 * (20 + 3), counts
+    # attention on 20 images, ObjScene, RelQA and NLE for the secret: the state holds the latest round's ...
+    assert counts[-1] == 20 + 3, counts
+    # ... and `history` answers the earlier round's, as precise
+    kind, answer = player.history({"game_id": player.game["game_id"], "round": 0})
+    assert kind == "round" and check_state(answer) == 20 + 3
 
 
 def test_controlled_payloads_carry_only_what_the_page_shows(app, connect):

@@ -193,9 +193,7 @@ def test_training_resumes_after_an_interruption(agent_world, tmp_path):
 
 
 def test_the_feature_cache_never_evicts_an_image_of_the_current_request(agent, agent_world, monkeypatch):
-    import vqa_agent.agent as agent_module
-
-    monkeypatch.setattr(agent_module, "FEATURE_CACHE_SIZE", 3)
+    monkeypatch.setattr(agent, "feature_cache", 3)
     images = [np.asarray(Image.open(p).convert("RGB")) for p in sorted((agent_world / "images").glob("*.png"))[:5]]
     agent._cache.clear()
     agent.answer(images[:3], ["how many cubes are there?"])

@@ -42,3 +42,42 @@ def test_bench_latency_reports_percentiles(tiny_agent_dir, tmp_path):
 def test_missing_agent_is_a_clear_error(tmp_path):
     result = exag("ask", "--agent", tmp_path / "nothing", "--image", tmp_path / "x.png", "hi?")
     assert result.returncode == 2 and "no agent" in result.stderr
+
+
+# --- the default world: one rule for every command ------------------------------------------------------
+
+def exag_in(cwd, *args):
+    """`exag` as a newcomer runs it in a checkout with no data/ yet (data/ is relative to the cwd)."""
+    import os
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "exag_cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+
+
+def test_default_world_rule(tmp_path, monkeypatch):
+    import exag_cli
+    import pytest
+
+    monkeypatch.chdir(tmp_path)
+    assert exag_cli._default_world(tmp_path / "mine") == tmp_path / "mine"        # --world wins
+    with pytest.raises(FileNotFoundError, match=r"exag world build --out data/world"):
+        exag_cli._default_world(None, ("train", "val"), "`exag train agent`")     # needs the whole world
+    assert not (tmp_path / "data").exists()                                        # and lays nothing out
+    world = exag_cli._default_world(None)                                          # else the game world
+    assert world == exag_cli.GAME_WORLD and (world / "manifest.json").exists()
+    assert exag_cli._default_world(None, ("val", "pool")) == exag_cli.GAME_WORLD
+    (tmp_path / "data" / "world").mkdir()
+    (tmp_path / "data" / "world" / "manifest.json").write_text("{}")
+    assert exag_cli._default_world(None) == exag_cli.DEFAULT_WORLD                 # the whole world when built
+    assert exag_cli._default_world(None, ("train",)) == exag_cli.DEFAULT_WORLD
+
+
+def test_readmes_explain_command_works_before_any_world_is_built(tmp_path):
+    image = "data/game-world/images/EXAG_pool_010000.png"
+    result = exag_in(tmp_path, "explain", "--agent", "default", "--image", image,
+                     "--question", "How many cubes are there?")
+    assert result.returncode == 0, result.stderr
+    assert "A: " in result.stdout and "[relqa," in result.stdout
+    assert (tmp_path / image).exists()          # rendered on demand, as the build renders it
+    result = exag_in(tmp_path, "bench", "vqa", "--agent", "default")
+    assert result.returncode == 2 and "exag world build --out data/world" in result.stderr

@@ -185,3 +185,121 @@ def test_a_game_world_holds_exactly_the_whole_worlds_val_and_pool(tiny_world, tm
     assert not world_build.is_built(game, TINY_WORLD)
     with pytest.raises(ValueError, match="unknown split"):
         WorldConfig(splits=("holdout",))
+
+
+# --- shipped worlds: laid out from their scenes and questions, rendered eagerly or lazily ------------------
+
+def test_a_world_laid_out_from_shipped_files_is_byte_identical_eager_or_lazy(tiny_world, tmp_path):
+    from tiny_worlds import TINY_WORLD
+
+    config = replace(TINY_WORLD, splits=world_build.GAME_WORLD_SPLITS)
+    built = build_world(tmp_path / "built", config, workers=1, progress=False)
+    source = tmp_path / "shipped"
+    world_build.write_source(built, source)
+    assert {p.name for p in source.iterdir()} == {"scenes.json.xz", "questions.json.xz", "manifest.json",
+                                                  "settings.json"}
+
+    def same_files(world, names=None):
+        for name in ("scenes.json", "questions.json", "manifest.json"):
+            assert (world / name).read_bytes() == (built / name).read_bytes(), name
+        for sub in ("images", "masks"):
+            for path in (built / sub).iterdir():
+                if names is None or path.name in names:
+                    assert (world / sub / path.name).read_bytes() == path.read_bytes(), path.name
+
+    eager = build_world(tmp_path / "eager", config, workers=1, progress=False, shipped=source)
+    same_files(eager)
+    assert world_build.render_progress(eager) == {"rendered": 40 - 24 - 3, "total": 13, "done": True}
+
+    lazy = build_world(tmp_path / "lazy", config, progress=False, shipped=source, lazy=True)
+    assert world_build.is_built(lazy, config)
+    same_files(lazy, names=set())              # the JSON files at once, no image yet
+    assert not list((lazy / "images").iterdir()) and not world_build.render_progress(lazy)["done"]
+    missing = world_build.missing_images(lazy, pool_backwards=True)
+    pool = sorted(p.name for p in (built / "images").glob("EXAG_pool_*.png"))
+    assert missing[:len(pool)] == pool[::-1] and len(missing) == 13   # the pool first, from its end
+    world_build.ensure_rendered(lazy, pool[0])        # what a game asks for, on demand
+    same_files(lazy, names={pool[0]})
+    world_build.ensure_rendered(lazy, pool[0])        # already there: nothing to do
+    assert len(world_build.missing_images(lazy)) == 12
+    assert world_build.render_missing(lazy, workers=1, progress=False) == 12
+    same_files(lazy)
+    assert not [p for p in (lazy / "images").iterdir() if p.name.startswith(".")]   # no temporary files left
+    with pytest.raises(FileNotFoundError):
+        world_build.ensure_rendered(lazy, "EXAG_train_000000.png")
+    assert build_world(lazy, config, progress=False) == lazy     # an eager call finishes a lazy world
+
+
+def test_lazy_rendering_from_threads_at_once_writes_whole_files(tiny_world, tmp_path):
+    import threading
+
+    from tiny_worlds import TINY_WORLD
+
+    config = replace(TINY_WORLD, splits=world_build.GAME_WORLD_SPLITS)
+    source = tmp_path / "shipped"
+    world_build.write_source(build_world(tmp_path / "built", config, workers=1, progress=False), source)
+    lazy = build_world(tmp_path / "lazy", config, progress=False, shipped=source, lazy=True)
+    name = world_build.missing_images(lazy)[0]
+    threads = [threading.Thread(target=world_build.ensure_rendered, args=(lazy, name)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (lazy / "images" / name).read_bytes() == (tmp_path / "built" / "images" / name).read_bytes()
+    assert sorted(p.name for p in (lazy / "images").iterdir()) == [name]
+
+
+def test_the_shipped_game_world_is_what_the_build_makes(tmp_path):
+    """The shipped scenes and questions of the game world: their settings are the game world's, and the
+    first pool scene, drawn again by the build's own code, is the shipped one (scene, questions, image)."""
+    from vqa_agent.world.clevr_io import scenes_to_json
+    from vqa_agent.world.questions import QuestionGenerator
+
+    config = WorldConfig(splits=world_build.GAME_WORLD_SPLITS)
+    source = world_build.shipped_source(config)
+    assert source is not None
+    assert sum(p.stat().st_size for p in source.iterdir()) < 5 << 20      # a few MB in the repo
+    world = build_world(tmp_path / "game", config, progress=False, lazy=True)
+    manifest = json.loads((world / "manifest.json").read_text())
+    assert manifest["images_per_split"] == {"val": 1000, "pool": 1500} and manifest["questions"] == 25000
+    assert manifest == world_build.manifest(config, json.loads((world / "scenes.json").read_text())["scenes"],
+                                            json.loads((world / "questions.json").read_text())["questions"])
+
+    index = config.images                          # the first pool image
+    chunk = index // config.chunk_size
+    rng = np.random.default_rng([config.seed, chunk])
+    scene, rendering = world_build.make_scene(rng, index, "pool", config)
+    shipped = next(s for s in json.loads((world / "scenes.json").read_text())["scenes"] if s["image_index"] == index)
+    assert scenes_to_json([scene], {})["scenes"][0] == shipped
+    questions = [q for q in json.loads((world / "questions.json").read_text())["questions"]
+                 if q["image_index"] == index]
+    drawn = list(QuestionGenerator().for_scene(scene, config.questions_per_image, rng))
+    assert [(q.question, q.answer, q.family) for q in drawn] == \
+        [(q["question"], q["answer"], q["family"]) for q in questions]
+    world_build.ensure_rendered(world, shipped["image_filename"])
+    reference = tmp_path / "ref.png"
+    world_build._write_png(rendering.image, reference)
+    assert (world / "images" / shipped["image_filename"]).read_bytes() == reference.read_bytes()
+
+
+def test_the_default_agents_shipped_pool_embeddings_are_current(tmp_path):
+    """Keyed by the checkpoint's fingerprint: a retrained default agent finds none (and computes its own);
+    this test then says to ship new ones (`python -m vqa_agent.world.build ship ...`)."""
+    from server.agents import checkpoint_fingerprint
+    from vqa_agent.agent import VQAAgent
+
+    config = WorldConfig(splits=world_build.GAME_WORLD_SPLITS)
+    world = build_world(tmp_path / "game", config, progress=False, lazy=True)
+    embeddings = world_build.shipped_pool_embeddings(world, checkpoint_fingerprint("default"))
+    assert embeddings is not None, ("the default agent changed: ship its pool embeddings with "
+                                    "`python -m vqa_agent.world.build ship data/game-world "
+                                    "vqa_agent/world/data/game-world default`")
+    assert embeddings.shape[0] == 1500 and embeddings.dtype == np.float32
+    assert world_build.shipped_pool_embeddings(world, "0" * 16) is None
+    pool = [s["image_filename"] for s in json.loads((world / "scenes.json").read_text())["scenes"]
+            if s["split"] == "pool"][:4]
+    for name in pool:
+        world_build.ensure_rendered(world, name)
+    agent = VQAAgent.from_pretrained("default", device="cpu")
+    fresh = agent.embed_images([np.asarray(Image.open(world / "images" / n).convert("RGB")) for n in pool])
+    np.testing.assert_allclose(fresh, embeddings[:4], rtol=1e-4, atol=1e-5)

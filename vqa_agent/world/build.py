@@ -11,13 +11,26 @@ Work happens in chunks of images, each with its own seed, so the result does not
 number of worker processes. Finished chunks are kept in DIR/.building/ until the whole world is
 assembled, so an interrupted build resumes where it stopped and never leaves a half-written world:
 scenes.json, questions.json and manifest.json appear only when everything is done.
+
+Shipped worlds. The game world (the "val" and "pool" splits of the default world) ships its scenes.json
+and questions.json, xz-compressed, in vqa_agent/world/data/<name>/ (a few MB). Building it then only
+lays those files out (a couple of seconds) and renders the images and masks, which build_world does at
+once or, with lazy=True, leaves to ensure_rendered (one image on demand, ~0.1 s) and render_missing (a
+background process that `exag serve` starts). Either way every file is byte-identical to the full
+build's: rendering is deterministic and a scene read back from scenes.json renders exactly as drawn.
+The default agent's pool embeddings ship beside them (shipped_pool_embeddings), keyed by the agent's
+fingerprint, so a first start needs neither every pool image nor a pass of the agent over them.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import lzma
 import multiprocessing
 import os
 import shutil
+import sys
+import threading
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -162,16 +175,29 @@ def is_built(out: Path, config: WorldConfig) -> bool:
 
 
 def build_world(out: Path | str, config: WorldConfig | None = None, workers: int | None = None,
-                force: bool = False, progress: bool = True) -> Path:
+                force: bool = False, progress: bool = True, lazy: bool = False,
+                shipped: Path | None = None) -> Path:
     """Builds (or finishes, or confirms) the world in `out`. Idempotent: a complete world with the same
-    settings is left alone; a different complete world is only replaced with force=True."""
+    settings is left alone; a different complete world is only replaced with force=True.
+
+    A world whose scenes and questions ship with the package (see shipped_source; `shipped` names another
+    such directory) is laid out from them; its images are then rendered here, or with lazy=True left
+    to ensure_rendered / render_missing. A lazily laid out world is finished by any later eager call."""
     config = config or WorldConfig()
     out = Path(out)
     if is_built(out, config):
+        if not lazy:
+            render_missing(out, workers=workers, progress=progress)
         return out
     if (out / "manifest.json").exists() and not force:
         raise FileExistsError(f"{out} holds a world built with other settings; pass force=True "
                               "(--force) to replace it, or choose another directory")
+    source = shipped if shipped is not None else shipped_source(config)
+    if source is not None and _source_settings(source) == _settings(config):
+        lay_out_world(out, source, config)
+        if not lazy:
+            render_missing(out, workers=workers, progress=progress)
+        return out
     work = out / ".building"
     settings_file = work / "settings.json"
     if work.exists() and (not settings_file.exists() or json.loads(settings_file.read_text()) != _settings(config)):
@@ -245,3 +271,235 @@ def manifest(config: WorldConfig, scenes: list[dict], questions: list[dict]) -> 
         "answers_per_family": {f: dict(c.most_common()) for f, c in sorted(per_family.items())},
     }
 
+
+
+# --- shipped worlds: laid out from their scenes and questions, rendered eagerly or lazily ------------------
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "data"
+GAME_WORLD_SPLITS = ("val", "pool")
+_SOURCE_FILES = ("scenes.json", "questions.json")
+
+
+def shipped_source(config: WorldConfig) -> Path | None:
+    """The shipped directory whose settings are `config`'s, if any (the game world's today)."""
+    if not SHIPPED_DIR.is_dir():
+        return None
+    for directory in sorted(SHIPPED_DIR.iterdir()):
+        if (directory / "settings.json").exists() and _source_settings(directory) == _settings(config):
+            return directory
+    return None
+
+
+def _source_settings(source: Path) -> dict:
+    return json.loads((source / "settings.json").read_text())["settings"]
+
+
+def write_source(world: Path, source: Path) -> None:
+    """Writes a built world's scenes.json and questions.json, xz-compressed, with its settings and their
+    SHA-256 into `source` (how vqa_agent/world/data/game-world is made: `python -m
+    vqa_agent.world.build ship WORLD SOURCE`)."""
+    world, source = Path(world), Path(source)
+    manifest_ = json.loads((world / "manifest.json").read_text())
+    source.mkdir(parents=True, exist_ok=True)
+    digests = {}
+    for name in _SOURCE_FILES:
+        data = (world / name).read_bytes()
+        digests[name] = hashlib.sha256(data).hexdigest()
+        (source / f"{name}.xz").write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+    shutil.copyfile(world / "manifest.json", source / "manifest.json")   # 5 KB; saves reading 40 MB of JSON
+    clevr_io.write_json_atomic(source / "settings.json", {"settings": manifest_["settings"], "sha256": digests})
+
+
+def lay_out_world(out: Path, source: Path, config: WorldConfig) -> Path:
+    """Writes scenes.json, questions.json (the shipped bytes, checked) and manifest.json (last) into
+    `out`, with empty images/ and masks/: a built world whose images are rendered on demand."""
+    out = Path(out)
+    digests = json.loads((source / "settings.json").read_text())["sha256"]
+    data = {}
+    for name in _SOURCE_FILES:
+        data[name] = lzma.decompress((source / f"{name}.xz").read_bytes())
+        if hashlib.sha256(data[name]).hexdigest() != digests[name]:
+            raise ValueError(f"{source / name}.xz is damaged (its SHA-256 is not the one in settings.json)")
+    (out / "manifest.json").unlink(missing_ok=True)
+    for sub in ("images", "masks"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    for name in _SOURCE_FILES:
+        tmp = out / f".{name}.tmp"
+        tmp.write_bytes(data[name])
+        os.replace(tmp, out / name)
+    shutil.rmtree(out / ".building", ignore_errors=True)
+    if (source / "manifest.json").exists():
+        tmp = out / ".manifest.json.tmp"
+        shutil.copyfile(source / "manifest.json", tmp)
+        os.replace(tmp, out / "manifest.json")
+    else:
+        scenes = json.loads(data["scenes.json"])["scenes"]
+        questions = json.loads(data["questions.json"])["questions"]
+        clevr_io.write_json_atomic(out / "manifest.json", manifest(config, scenes, questions))
+    return out
+
+
+_scene_cache: dict[tuple[str, int], tuple[dict, RenderConfig]] = {}
+_scene_cache_lock = threading.Lock()
+
+
+def _world_scenes(world: Path) -> tuple[dict, RenderConfig]:
+    """{image filename: scene JSON} of a built world and its render settings (cached per scenes.json)."""
+    scenes_file = world / "scenes.json"
+    key = (str(scenes_file.resolve()), scenes_file.stat().st_mtime_ns)
+    with _scene_cache_lock:
+        if key not in _scene_cache:
+            settings = json.loads((world / "manifest.json").read_text())["settings"]
+            scenes = {s["image_filename"]: s for s in json.loads(scenes_file.read_text())["scenes"]}
+            _scene_cache.clear()
+            _scene_cache[key] = scenes, RenderConfig(width=settings["width"], height=settings["height"])
+        return _scene_cache[key]
+
+
+def is_rendered(world: Path | str, filename: str) -> bool:
+    world = Path(world)
+    return (world / "masks" / filename).exists() and (world / "images" / filename).exists()
+
+
+def ensure_rendered(world: Path | str, filename: str) -> None:
+    """Makes sure world/images/FILENAME and world/masks/FILENAME exist: nothing to do (two stats) when
+    they do, else that scene is rendered from scenes.json (~0.1 s) and both are written atomically
+    (image first, mask last: the mask's presence means both are there). Safe from any number of
+    threads and processes at once: each writes a private temporary file and renames it."""
+    world = Path(world)
+    if is_rendered(world, filename):
+        return
+    scenes, render_config = _world_scenes(world)
+    if filename not in scenes:
+        raise FileNotFoundError(f"{world} has no image {filename}")
+    rendering = render(clevr_io.scene_from_json(scenes[filename], filename), render_config)
+    tag = f"{os.getpid()}-{threading.get_ident()}"
+    image_tmp = world / "images" / f".{filename}.{tag}.png"
+    Image.fromarray(rendering.image).save(image_tmp, format="PNG")
+    os.replace(image_tmp, world / "images" / filename)
+    mask_tmp = world / "masks" / f".{filename}.{tag}.png"
+    save_mask_png(rendering.mask, mask_tmp)
+    os.replace(mask_tmp, world / "masks" / filename)
+
+
+def missing_images(world: Path | str, pool_backwards: bool = False,
+                   splits: tuple[str, ...] | None = None) -> list[str]:
+    """The images of a built world (of `splits`, None: all) not yet rendered, pool first (the game needs
+    those), then the rest; with pool_backwards the pool from its end (a worker warms up from its start)."""
+    world = Path(world)
+    scenes = [s for s in json.loads((world / "scenes.json").read_text())["scenes"]
+              if splits is None or s["split"] in splits]
+    present = {p.name for p in (world / "masks").glob("*.png")} & {p.name for p in (world / "images").glob("*.png")}
+    missing = [s for s in scenes if s["image_filename"] not in present]
+    pool = [s["image_filename"] for s in missing if s["split"] == POOL_SPLIT]
+    rest = [s["image_filename"] for s in missing if s["split"] != POOL_SPLIT]
+    return (pool[::-1] if pool_backwards else pool) + rest
+
+
+def render_progress(world: Path | str) -> dict:
+    """{"rendered": n, "total": m, "done": bool} of a built world (counts files; cheap)."""
+    world = Path(world)
+    total = json.loads((world / "manifest.json").read_text())["images"]
+    rendered = sum(1 for p in (world / "masks").glob("*.png") if not p.name.startswith("."))
+    return {"rendered": min(rendered, total), "total": total, "done": rendered >= total}
+
+
+def _render_one(args: tuple[str, str]) -> str:
+    ensure_rendered(Path(args[0]), args[1])
+    return args[1]
+
+
+def render_missing(world: Path | str, workers: int | None = None, progress: bool = True,
+                   parent: int | None = None, pool_backwards: bool = False,
+                   splits: tuple[str, ...] | None = None) -> int:
+    """Renders every image of `world` not yet rendered (pool first); returns how many. With `parent`,
+    stops as soon as that process is gone (a background renderer never outlives its server)."""
+    world = Path(world)
+    todo = missing_images(world, pool_backwards, splits)
+    if not todo:
+        return 0
+    bar = tqdm(total=len(todo), desc="rendering the world's images", unit="img", disable=not progress)
+    workers = min(workers or os.cpu_count() or 1, len(todo))
+    done = 0
+    if workers == 1:
+        for name in todo:
+            if parent is not None and os.getppid() != parent:
+                break
+            ensure_rendered(world, name)
+            done += 1
+            bar.update()
+    else:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for _ in pool.imap_unordered(_render_one, [(str(world), n) for n in todo], chunksize=8):
+                done += 1
+                bar.update()
+    bar.close()
+    return done
+
+
+def start_background_render(world: Path | str, nice: int = 10) -> "subprocess.Popen | None":
+    """A low-priority process (one core) that renders what `world` still lacks, pool first (from its end:
+    inference workers warm up from its start and render on demand), and ends when done or when this
+    process ends; None when nothing is missing."""
+    import subprocess
+
+    world = Path(world)
+    if render_progress(world)["done"]:
+        return None
+    code = ("import os, sys; os.nice(%d); from vqa_agent.world.build import render_missing; "
+            "render_missing(sys.argv[1], workers=1, progress=False, parent=int(sys.argv[2]), pool_backwards=True)"
+            % nice)
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "-c", code, str(world), str(os.getpid())], env=env,
+                            stdin=subprocess.DEVNULL)
+
+
+def shipped_pool_embeddings(world: Path | str, fingerprint: str) -> np.ndarray | None:
+    """The pool embeddings [n_pool, dim] float32 (pool order of scenes.json) by the agent whose checkpoint
+    has this fingerprint (server.agents.checkpoint_fingerprint: a hash of its files), when they ship for
+    `world`'s settings, else None. They are what agent.embed_images gives on the rendered pool images."""
+    world = Path(world)
+    try:
+        manifest_ = json.loads((world / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    source = next((d for d in (sorted(SHIPPED_DIR.iterdir()) if SHIPPED_DIR.is_dir() else [])
+                   if (d / "settings.json").exists() and _source_settings(d) == manifest_.get("settings")), None)
+    path = source / f"pool-embeddings-{fingerprint}.npy" if source is not None else None
+    if path is None or not path.exists():
+        return None
+    embeddings = np.load(path, allow_pickle=False)
+    if embeddings.shape[0] != manifest_["images_per_split"].get(POOL_SPLIT, 0):
+        return None
+    return embeddings.astype(np.float32, copy=False)
+
+
+def write_shipped_pool_embeddings(world: Path | str, agent_name: str, source: Path) -> Path:
+    """Renders `world` fully, embeds its pool with the agent (as the inference worker does, 64 at a time)
+    and saves the result into the shipped `source` directory as pool-embeddings-<fingerprint>.npy."""
+    from server.agents import checkpoint_fingerprint
+    from vqa_agent.agent import VQAAgent
+
+    world = Path(world)
+    render_missing(world, progress=False)
+    agent = VQAAgent.from_pretrained(agent_name, device="cpu")
+    names = [s["image_filename"] for s in json.loads((world / "scenes.json").read_text())["scenes"]
+             if s["split"] == POOL_SPLIT]
+    parts = []
+    for start in range(0, len(names), 64):
+        batch = [np.asarray(Image.open(world / "images" / n).convert("RGB")) for n in names[start:start + 64]]
+        parts.append(agent.embed_images(batch))
+    path = Path(source) / f"pool-embeddings-{checkpoint_fingerprint(agent_name)}.npy"
+    np.save(path, np.concatenate(parts).astype(np.float32))
+    return path
+
+
+if __name__ == "__main__":   # python -m vqa_agent.world.build ship WORLD SOURCE [AGENT]
+    if len(sys.argv) >= 4 and sys.argv[1] == "ship":
+        write_source(Path(sys.argv[2]), Path(sys.argv[3]))
+        if len(sys.argv) > 4:
+            print(write_shipped_pool_embeddings(Path(sys.argv[2]), sys.argv[4], Path(sys.argv[3])))
+    else:
+        raise SystemExit("usage: python -m vqa_agent.world.build ship WORLD SOURCE [AGENT]")

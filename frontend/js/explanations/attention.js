@@ -1,6 +1,8 @@
 // kind "attention": the agent's spatial attention grid as a heatmap over the image, and the outline of
-// every object proposal with its attention weight. Payload: {grid: rows of weights, objects: [{box,
-// weight, mask: RLE}]}. Canvases are drawn at the grid's and the image's natural size and scaled by CSS.
+// every object proposal with its attention weight. Payload: {grid, objects: [{box, weight, mask: RLE}]};
+// grid: rows of weights (the rating page), or packed in a player's state as {rows, cols, percent: base64,
+// one byte a cell: its share of the largest cell in whole percent}. Canvases are drawn at the grid's and
+// the image's natural size and scaled by CSS.
 import { h, percent } from "../dom.js";
 import { decodeRle, forEachOutlinePixel } from "./rle.js";
 
@@ -42,9 +44,24 @@ function drawOverlay(payload) {
   const weights = objects.map((o) => Number(o.weight)).sort((a, b) => b - a);
   const summary = weights.length ? `object weights ${weights.slice(0, 5).map((w) => percent(w)).join(", ")}` : "no objects";
   return h("span", {class: "attention-overlay overlay", role: "img", "aria-label": `Attention heatmap; ${summary}`},
-    drawHeat(Array.isArray(payload.grid) ? payload.grid : []),
+    drawHeat(gridRows(payload.grid)),
     objects.length ? drawOutlines(objects, width, height) : null,
     labels(objects, width, height));
+}
+
+// The grid as rows of numbers, from either form.
+export function gridRows(grid) {
+  if (Array.isArray(grid)) return grid;
+  if (!grid || typeof grid.percent !== "string") return [];
+  let bytes;
+  try {
+    bytes = atob(grid.percent);
+  } catch {
+    return [];
+  }
+  const rows = Number(grid.rows) || 0, cols = Number(grid.cols) || 0;
+  if (bytes.length !== rows * cols) return [];
+  return Array.from({length: rows}, (_, r) => Array.from({length: cols}, (_, c) => bytes.charCodeAt(r * cols + c) / 100));
 }
 
 function drawHeat(grid) {

@@ -1,5 +1,29 @@
 // Object masks travel as row-major run lengths that start with a run of false pixels:
-// {"size": [height, width], "counts": [n_false, n_true, n_false, ...]} (explainers/attention.py).
+// {"size": [height, width], "counts": [n_false, n_true, n_false, ...]} (explainers/attention.py), or, in a
+// player's state, packed as text: {"size": [height, width], "rle": "..."} (server/player_safe.py pack_counts).
+
+const DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const DIGIT_BITS = 5, MORE = 32;
+
+// The run lengths of packed text: each digit holds 5 bits (least significant first, MORE on all but a
+// number's last digit) of a zigzag-signed difference to the count two before.
+export function unpackCounts(text) {
+  const counts = [];
+  let value = 0, scale = 1;
+  for (const char of String(text)) {
+    const digit = DIGITS.indexOf(char);
+    if (digit < 0) return [];
+    value += (digit & (MORE - 1)) * scale;
+    scale *= 2 ** DIGIT_BITS;
+    if (!(digit & MORE)) {
+      const delta = value % 2 ? -(value + 1) / 2 : value / 2;
+      counts.push(delta + (counts.length >= 2 ? counts[counts.length - 2] : 0));
+      value = 0;
+      scale = 1;
+    }
+  }
+  return counts;
+}
 
 // Returns {mask: Uint8Array(height * width), height, width, bounds: [x0, y0, x1, y1] | null}.
 export function decodeRle(rle) {
@@ -7,7 +31,8 @@ export function decodeRle(rle) {
   const mask = new Uint8Array(height * width);
   let position = 0;
   let x0 = width, y0 = height, x1 = -1, y1 = -1;
-  rle.counts.forEach((count, i) => {
+  const counts = Array.isArray(rle.counts) ? rle.counts : unpackCounts(rle.rle || "");
+  counts.forEach((count, i) => {
     const end = Math.min(position + count, mask.length);
     if (i % 2 === 1 && end > position) {
       mask.fill(1, position, end);

@@ -7,17 +7,37 @@ import { historyView } from "./history.js";
 
 const DEFAULT_MAX_QUESTION_CHARS = 300;
 
-// What the page remembers about the current game and the server does not need to know.
+// What the page remembers about the current game and the server does not need to know. The state
+// carries only the latest round's explanations (docs/protocol.md): earlier rounds' are kept here, from
+// the state that carried them or fetched with `history` when the player opens them.
 function gameUi(ctx, game) {
   if (!ctx.ui.game || ctx.ui.game.id !== game.game_id) {
-    ctx.ui.game = {id: game.game_id, selected: null, draft: "", shownRound: null};
+    ctx.ui.game = {id: game.game_id, selected: null, draft: "", shownRound: null, explanations: new Map(), fetching: new Set()};
   }
   return ctx.ui.game;
 }
 
+// A round's explanations: the state's for the latest round, else the kept ones (undefined: not here yet).
+export function explanationsOf(game, ui, index) {
+  const round = game.rounds[index];
+  if (!round) return null;
+  if (index === game.rounds.length - 1) return round.explanations || null;
+  return round.explained ? ui.explanations.get(index) : null;
+}
+
+// Asks the server for an earlier round's explanations (answered by `round`, see onRound).
+export function fetchRound(game, ui, index, ctx) {
+  if (ui.explanations.has(index) || ui.fetching.has(index)) return;
+  ui.fetching.add(index);
+  ctx.request("history", {game_id: game.game_id, round: index});
+}
+
 // The round whose explanations are on screen: the one picked in the history, else the latest one.
 function shownRound(game, ui) {
-  const pick = (index) => (game.rounds[index] && game.rounds[index].explanations ? {index, round: game.rounds[index]} : null);
+  const pick = (index) => {
+    const explanations = explanationsOf(game, ui, index);
+    return explanations ? {index, round: game.rounds[index], explanations} : null;
+  };
   return (ui.shownRound !== null && pick(ui.shownRound)) || pick(game.rounds.length - 1);
 }
 
@@ -25,12 +45,26 @@ export function onState(state, previous, ctx) {
   const game = state.game;
   if (!game) return;
   const ui = gameUi(ctx, game);
-  const before = previous && previous.game && previous.game.game_id === game.game_id ? previous.game.rounds.length : null;
-  if (before !== null && game.rounds.length > before) {
+  const before = previous && previous.game && previous.game.game_id === game.game_id ? previous.game : null;
+  if (before && game.rounds.length > before.rounds.length) {
+    const last = before.rounds.length - 1;     // its explanations are final now: keep them
+    if (last >= 0 && before.rounds[last].explanations) ui.explanations.set(last, before.rounds[last].explanations);
     ui.draft = "";
     ui.shownRound = null;
     ctx.announce(`The agent answered: ${game.rounds[game.rounds.length - 1].answer}`);
   }
+}
+
+// The answer to `history`: {game_id, round, explanations}.
+export function onRound(data, state, ctx) {
+  const ui = ctx.ui.game;
+  if (!ui || !data || data.game_id !== ui.id || !Number.isInteger(data.round)) return;
+  ui.fetching.delete(data.round);
+  ui.explanations.set(data.round, data.explanations || null);
+}
+
+export function onError(error, state, ctx) {
+  if (ctx.ui.game && error && error.event === "history") ctx.ui.game.fetching.clear();
 }
 
 export function render(state, ctx) {
@@ -160,7 +194,7 @@ function outcome(state, game, ctx) {
 }
 
 function secretPanel(game, shown) {
-  const list = (shown && shown.round.explanations.for_the_secret) || [];
+  const list = (shown && shown.explanations.for_the_secret) || [];
   if (!list.length) return null;
   return h("section", {class: "secret-panel", "aria-labelledby": "secret-title"},
     h("h2", {id: "secret-title", text: "About the secret image (which one is not revealed)"}),

@@ -18,7 +18,7 @@ function imageFor(gameId, url, alt) {
 }
 
 export function gridView(game, ui, shown, ctx) {
-  const perImage = (shown && shown.round.explanations.for_every_image) || {};
+  const perImage = (shown && shown.explanations.for_every_image) || {};
   const hasOverlay = Object.values(perImage).some((list) => (list || []).some((e) => e.kind === "attention"));
   const count = game.images.length;
   const grid = h("div", {

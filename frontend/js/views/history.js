@@ -1,16 +1,18 @@
 // The rounds of a game so far, newest first: question, answer, cost, rating, and for rounds with
-// explanations a button that shows them on the grid again.
+// explanations a button that shows them on the grid again (an earlier round's are fetched from the
+// server the first time, see game.js fetchRound).
 import { h, plural } from "../dom.js";
+import { explanationsOf, fetchRound } from "./game.js";
 
 export function historyView(game, ui, shown, ctx) {
   const rounds = game.rounds.map((round, index) => ({round, index})).reverse();
   return h("section", {class: "history", "aria-labelledby": "history-title"},
     h("h2", {id: "history-title", text: "Your questions (newest first)"}),
     rounds.length ? null : h("p", {class: "muted", text: "No questions yet."}),
-    h("ol", {id: "history", class: "round-list"}, rounds.map(({round, index}) => roundItem(round, index, ui, shown, ctx))));
+    h("ol", {id: "history", class: "round-list"}, rounds.map(({round, index}) => roundItem(game, round, index, ui, shown, ctx))));
 }
 
-function roundItem(round, index, ui, shown, ctx) {
+function roundItem(game, round, index, ui, shown, ctx) {
   const isShown = shown && shown.index === index;
   const meta = [`cost ${plural(round.cost, "point")}`];
   if (round.explained) meta.push("with explanations");
@@ -23,12 +25,21 @@ function roundItem(round, index, ui, shown, ctx) {
       h("span", {class: "answer-label", text: "Answer: "}),
       h("strong", {class: "answer", text: round.answer})),
     h("div", {class: "round-meta", text: meta.join(" · ")}),
-    round.explanations ? h("button", {
-      type: "button", class: "link-button", dataset: {round: String(index)}, "aria-pressed": String(Boolean(isShown)),
-      text: isShown ? "Its explanations are shown" : "Show its explanations",
-      onclick: () => {
-        ui.shownRound = index;
-        ctx.rerender();
-      },
-    }) : null);
+    explanationsButton(game, round, index, ui, isShown, ctx));
+}
+
+function explanationsButton(game, round, index, ui, isShown, ctx) {
+  const explanations = explanationsOf(game, ui, index);
+  if (!explanations && (index === game.rounds.length - 1 || !round.explained || ui.explanations.has(index))) return null;
+  const loading = !explanations && ui.fetching.has(index);
+  return h("button", {
+    type: "button", class: "link-button", dataset: {round: String(index)}, "aria-pressed": String(Boolean(isShown)),
+    "aria-busy": loading ? "true" : null,
+    text: isShown ? "Its explanations are shown" : loading ? "Loading its explanations…" : "Show its explanations",
+    onclick: () => {
+      ui.shownRound = index;
+      if (!explanations) fetchRound(game, ui, index, ctx);
+      ctx.rerender();
+    },
+  });
 }

@@ -1,0 +1,257 @@
+"""Capacity: how many concurrent players one `exag serve` holds. Starts `exag serve` (the default world and
+agent, a private Redis in a temporary data directory, a free port, a per-address connection limit above the
+ladder's largest step), waits for /healthz, runs the load test of `exag bot --players N` (server/bot.py:
+half at-will, half controlled over every arm; a question every 3 s, a rating after each, explanations in a
+third of at-will rounds, a guess after 4 questions; 30 s timeouts) for each step of the ladder, samples the
+server's CPU and RSS (the web process and everything it started), writes results/capacity.json and prints
+the README table. The server and everything it started are stopped at the end, also on Ctrl-C.
+
+    python -m experiments.benchmark.capacity                       # the ladder 10/25/50/100/200, 60 s each
+    python -m experiments.benchmark.capacity --ladder 4,10 --duration 20 --out /tmp/capacity.json
+    python -m experiments.benchmark.capacity --workers 2           # passed to `exag serve`
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+from experiments.benchmark import write_report
+from server.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, parse_mix, play_games, run_load
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = (10, 25, 50, 100, 200)
+HEALTHY_WITHIN_S = 600          # a first start may build the game world
+STOP_WITHIN_S = 30              # after SIGTERM, before the process group is killed
+PAUSE_BETWEEN_STEPS_S = 5.0     # the server settles (late replies, closed connections) before the next step
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`exag serve` in a session of its own, logging to a file in its work directory."""
+
+    def __init__(self, work: Path, serve_args: list[str], max_connections: int) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = work / "serve.log"
+        command = [sys.executable, "-m", "exag_cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                   "--data-dir", str(work / "data"), "--max-connections-per-address", str(max_connections),
+                   *serve_args]
+        self.command = command
+        self.log = open(self.log_path, "w")
+        started = time.monotonic()
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.known: dict[int, psutil.Process] = {}    # every process seen in its tree, to stop them all
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        self.start_s = time.monotonic() - started
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def remember_tree(self) -> None:
+        try:
+            root = psutil.Process(self.process.pid)
+            for process in [root] + root.children(recursive=True):
+                self.known.setdefault(process.pid, process)
+        except psutil.Error:
+            pass
+
+    def wait_healthy(self) -> None:
+        deadline = time.monotonic() + HEALTHY_WITHIN_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"exag serve exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                    if json.loads(response.read()).get("ok"):
+                        self.remember_tree()
+                        return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"exag serve was not healthy within {HEALTHY_WITHIN_S} s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM (the server stops its Redis and workers), then SIGKILL to whatever of its tree is left."""
+        self.remember_tree()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)     # its own session: the group is its pid
+        except (ProcessLookupError, PermissionError):
+            pass
+        for process in self.known.values():                 # children that left the group (e.g. redis-server)
+            try:
+                if process.is_running():
+                    process.kill()
+            except psutil.Error:
+                pass
+        self.process.wait(10)
+        self.log.close()
+
+
+def row(report: dict) -> dict:
+    ask = report["events"].get("ask", {"n": 0})
+    server = report.get("server", {})
+    return {"players": report["players"], "ask_n": ask["n"], "ask_p50_ms": ask.get("p50"), "ask_p95_ms": ask.get("p95"),
+            "ask_p99_ms": ask.get("p99"), "errors": report["errors"]["total"], "timeouts": report["timeouts"]["total"],
+            "replies_per_s": report["messages"]["per_second"],
+            "server_cpu_percent": server.get("cpu_percent", {}).get("mean"),
+            "server_rss_mb": server.get("rss_mb", {}).get("max"), "bot_cpu_percent": report["bot"]["cpu_percent"]}
+
+
+def table(rows: list[dict]) -> str:
+    def ms(value):
+        return "-" if value is None else (f"{value / 1000:.1f} s" if value >= 10_000 else f"{value:.0f} ms")
+
+    def num(value, unit):
+        return "-" if value is None else f"{value:.0f}{unit}"
+
+    lines = ["| players | ask p50 | ask p95 | ask p99 | errors / timeouts | replies/s | server CPU | server RSS |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['players']} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | {ms(r['ask_p99_ms'])} | "
+                     f"{r['errors']} / {r['timeouts']} | {r['replies_per_s']:.1f} | {num(r['server_cpu_percent'], '%')} | "
+                     f"{num(r['server_rss_mb'], ' MB')} |")
+    return "\n".join(lines)
+
+
+def warm_up(url: str) -> float:
+    """One game of each setting before measuring, so the first step does not time a cold server (first
+    requests, lazy loads in the workers); returns its seconds."""
+    started = time.monotonic()
+    for setting, arm in (("controlled", "both"), ("at-will", None)):
+        report = play_games(url, 1, setting, arm, progress=False)
+        if report["errors"]:
+            print(f"  warm-up ({setting}): {report['errors'][0]}", file=sys.stderr)
+    took = time.monotonic() - started
+    print(f"  warmed up in {took:.1f} s", flush=True)
+    return took
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"cores": os.cpu_count(), "cpu": model,
+            "busy_before_percent": psutil.cpu_percent(interval=2.0),   # others' load on the machine, if any "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version(), "commit": commit}
+
+
+def serve_args(args: argparse.Namespace) -> list[str]:
+    extra = ["--agent", args.agent] + (["--world", str(args.world)] if args.world else [])
+    if args.workers is not None:
+        extra += ["--workers", str(args.workers)]
+    extra += shlex.split(args.serve_args or "")
+    return extra
+
+
+def run(args: argparse.Namespace) -> dict:
+    ladder = [int(n) for n in args.ladder.split(",") if n.strip()]
+    if not ladder or min(ladder) < 1:
+        raise ValueError("--ladder wants player counts, e.g. 10,25,50")
+    mix = parse_mix(args.mix)
+    max_connections = args.max_connections or 2 * max(ladder) + 50    # reconnects overlap briefly
+    results = {"benchmark": "capacity", "command": " ".join(sys.argv), "machine": machine(),
+               "ladder": ladder, "duration_s": args.duration, "mix": {"at-will": mix, "controlled": 1 - mix},
+               "serve_args": serve_args(args), "max_connections_per_address": max_connections, "steps": [], "rows": []}
+    server = None
+    with tempfile.TemporaryDirectory(prefix="exag-capacity-") as tmp:
+        try:
+            for i, players in enumerate(ladder):
+                if server is None or args.fresh_server:
+                    if server is not None:
+                        server.stop()
+                    work = Path(tmp) / f"server-{i}"
+                    work.mkdir()
+                    print(f"starting exag serve ({' '.join(serve_args(args))}) ...", flush=True)
+                    server = Server(work, serve_args(args), max_connections)
+                    results.setdefault("server_start_s", []).append(server.start_s)
+                    results["serve_command"] = " ".join(server.command)
+                    print(f"  healthy after {server.start_s:.1f} s at {server.url}", flush=True)
+                    if args.warmup:
+                        results.setdefault("warmup_s", []).append(warm_up(server.url))
+                elif i:
+                    time.sleep(PAUSE_BETWEEN_STEPS_S)
+                report = run_load(server.url, players, args.duration, mix, arms=DEMO_CONTROLLED_ARMS,
+                                  server_pids=[server.process.pid], reply_timeout_s=args.timeout, seed=args.seed + i,
+                                  progress=not args.quiet)
+                server.remember_tree()
+                print(format_load(report), flush=True)
+                results["steps"].append(report)
+                results["rows"].append(row(report))
+                results["table"] = table(results["rows"])
+                write_report(args.out, results)                 # partial results survive an interruption
+        finally:
+            if server is not None:
+                server.stop()
+    print(f"\n{results.get('table', '')}\n\nwritten to {args.out}")
+    return results
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ladder", default=",".join(map(str, LADDER)), help="player counts, comma-separated")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per step")
+    parser.add_argument("--mix", default="at-will=0.5", help="share of at-will participants")
+    parser.add_argument("--timeout", type=float, default=LOAD_TIMEOUT_S, help="seconds without a reply = a timeout")
+    parser.add_argument("--agent", default="default", help="passed to exag serve")
+    parser.add_argument("--world", type=Path, default=None, help="passed to exag serve (default: its default world)")
+    parser.add_argument("--workers", type=int, default=None, help="passed to exag serve as --workers N")
+    parser.add_argument("--serve-args", default=None, help="more arguments for exag serve, one string")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="the server's per-address connection limit (default: 2 x the largest step + 50)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="measure from the first request (default: one game of each setting first)")
+    parser.add_argument("--fresh-server", action="store_true", help="a new server (and Redis) for every step")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "capacity.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    # a terminate (CI, a service manager) stops like Ctrl-C, so the server is stopped too
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        print("interrupted; the server is stopped", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Rounds through Redis: how a web process (no torch) hands a game round to the inference workers
+(server/worker.py, any number, on any machine that reaches the Redis) and gets exactly one result back.
+
+    web process                                  Redis                                 worker
+    RoundQueue.submit(job) -- XADD -->  exag:rounds:fast | exag:rounds:slow  -- XREADGROUP (fast first) -->
+                                        (consumer group exag-workers)          batch, predict, grade, view
+    <-- GET result -- BLPOP reply <--   exag:round:result:<id> (SET NX)   <--  write once, LPUSH reply, XACK
+
+A job names the game's images by pool position (never pixels), the question, the secret's position, the
+explainers for every image and for the secret, the seed and the study's agent. Plain questions go to the
+fast stream; heavy jobs (bought explanations, a new game's image preparation) to the slow one, which a
+worker reads only when no plain question waits. A worker that dies leaves its jobs pending in the group;
+another claims them after CLAIM_AFTER_MS (XAUTOCLAIM). The result key is written with SET NX: whichever
+worker writes first answers, a second computation of the same job is dropped, and the waiting web process
+reads that one result. A job nobody answers before its deadline fails the player's round with a clear
+message (RoundTimeout), and workers skip it if they reach it later.
+
+Workers publish what they loaded (agents, explainers that could not be loaded) in the hash WORKERS, so a
+web process can check studies without loading anything itself.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+
+import redis
+
+FAST = "exag:rounds:fast"          # plain questions: a worker reads these first
+SLOW = "exag:rounds:slow"          # explanation rounds bought at will, image preparation
+GROUP = "exag-workers"             # the consumer group every worker reads with
+RESULT = "exag:round:result:{}"    # the one result of a job (SET NX)
+REPLY = "exag:round:reply:{}"      # the waiting web process BLPOPs this
+WORKERS = "exag:workers"           # worker id -> JSON {host, pid, agents: {name: {unavailable}}, seen}
+STREAM_MAX_LEN = 100_000           # approximate cap of each stream (acknowledged jobs are trimmed away)
+RESULT_MARGIN_S = 60               # a result outlives its job's deadline by this much, then expires
+WORKER_STALE_S = 30                # a worker not seen for this long no longer counts as published
+TAKEN = '{"taken":true}'           # what a result key holds once the web process has read it
+
+
+class RoundError(ValueError):
+    """A round that could not be answered; the text is for the player."""
+
+
+class RoundTimeout(RoundError):
+    pass
+
+
+NO_WORKER = ("the game's agent did not answer in time (no inference worker took the question); please ask "
+             "again in a moment, or tell the researcher if this keeps happening")
+
+
+@dataclass
+class RoundJob:
+    kind: str                              # "round" or "prepare"
+    images: list[int]                      # pool positions of the game's images, in the order shown
+    question: str = ""
+    secret: int = 0                        # position of the secret in `images`
+    tokens: list[str] = field(default_factory=list)   # the game's image tokens (keys of the player view)
+    for_every_image: list[str] = field(default_factory=list)
+    for_the_secret: list[str] = field(default_factory=list)
+    seed: int = 0
+    agent: str = ""                        # the study's agent ("" = the server's)
+    job_id: str = field(default_factory=lambda: secrets.token_hex(12))
+    deadline: float = 0.0                  # unix time after which nobody waits for it (0 = never)
+    reply: bool = True                     # whether someone waits for the result (prepare jobs: no)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RoundJob":
+        return cls(**json.loads(text))
+
+
+def ensure_groups(client: redis.Redis) -> None:
+    """The consumer group on both streams (created with the streams; reading starts at their beginning)."""
+    for stream in (FAST, SLOW):
+        try:
+            client.xgroup_create(stream, GROUP, id="0", mkstream=True)
+        except redis.ResponseError as error:
+            if "BUSYGROUP" not in str(error):
+                raise
+
+
+class RoundQueue:
+    """The web process's side: send a job, wait for its one result."""
+
+    def __init__(self, client: redis.Redis, timeout_s: float = 30.0) -> None:
+        self.redis = client
+        self.timeout_s = timeout_s
+        ensure_groups(client)
+        self._published: tuple[float, dict] = (0.0, {})
+
+    def submit(self, job: RoundJob, slow: bool = False) -> dict:
+        """The job's result (a dict, see server/worker.py `finish_round`); RoundError with the worker's
+        message when the round was refused, RoundTimeout when no worker answered in time."""
+        job.deadline = time.time() + self.timeout_s
+        self.post(job, slow)
+        reply = self.redis.blpop([REPLY.format(job.job_id)], timeout=self.timeout_s)
+        key = RESULT.format(job.job_id)
+        pipe = self.redis.pipeline()
+        pipe.get(key)
+        pipe.set(key, TAKEN, xx=True, keepttl=True)     # read once: the (large) result is not kept
+        pipe.delete(REPLY.format(job.job_id))
+        raw = pipe.execute()[0]
+        if raw is None or raw == TAKEN:
+            raise RoundTimeout(NO_WORKER if reply is None else "this round's answer was lost; please ask again")
+        result = json.loads(raw)
+        if "error" in result:
+            raise RoundError(result["error"])
+        return result
+
+    def post(self, job: RoundJob, slow: bool = False) -> None:
+        """Queues the job and returns at once (prepare jobs: nobody waits for them)."""
+        self.redis.xadd(SLOW if slow else FAST, {"job": job.to_json()}, maxlen=STREAM_MAX_LEN, approximate=True)
+
+    def published(self) -> dict[str, dict]:
+        """What live workers loaded: worker id -> {host, pid, agents: {name: {"unavailable": {...}}}, seen}
+        (read at most once a second)."""
+        read_at, workers = self._published
+        if time.monotonic() - read_at > 1.0:
+            now = time.time()
+            workers = {k: v for k, v in ((k, json.loads(v)) for k, v in self.redis.hgetall(WORKERS).items())
+                       if now - v.get("seen", 0) < WORKER_STALE_S}
+            self._published = (time.monotonic(), workers)
+        return workers
+
+    def unavailable(self, agent: str) -> dict[str, str]:
+        """Explainers a live worker could not load for this agent ("" = the server's), with why."""
+        missing: dict[str, str] = {}
+        for worker in self.published().values():
+            missing.update(worker.get("agents", {}).get(agent, {}).get("unavailable", {}))
+        return missing

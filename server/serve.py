@@ -1,0 +1,146 @@
+"""How `exag serve` runs the web process: gunicorn, the production server Flask-SocketIO supports for the
+"threading" async mode (one worker process with threads: `gunicorn -w 1 --threads N`; websockets through
+simple-websocket on the gthread worker), or with `--dev` Werkzeug's development server.
+
+    with redis_for(config):            # the embedded Redis when no URL is given, stopped on the way out
+        ...                            # (inference workers of this machine start here, on config.redis_url)
+        run_web(config, threads=200)   # returns when stopped (SIGTERM, Ctrl-C)
+
+One web process is one gunicorn master with exactly one worker: Socket.IO's long-polling needs every
+request of a client to reach the process holding its session, and gunicorn's own balancing across
+workers is not sticky. More web processes are more `exag serve --workers 0 --redis-url URL --port P`
+(each a gunicorn of its own) behind a proxy with sticky sessions, all on one Redis: the Socket.IO
+message queue there (server/events.py) lets any of them emit to any player (docs/deploy.md).
+
+The master process (this one) holds the embedded Redis and its supervisor; the app, with its threads,
+is created in the forked worker (threads do not survive a fork), which gunicorn restarts if it dies.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable, Iterator
+
+from flask import Flask
+
+from .config import ServerConfig
+from .embedded_redis import EmbeddedRedis
+
+DEFAULT_WEB_THREADS = 300     # an open websocket holds one thread of the pool: at least the players at once, and more
+GRACEFUL_STOP_S = 5           # on SIGTERM, how long open requests get before the worker is stopped
+KEEPALIVE_S = 5               # idle HTTP keep-alive connections (Socket.IO polling, page assets)
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def redis_for(config: ServerConfig) -> Iterator[EmbeddedRedis | None]:
+    """The embedded Redis in config.data_dir/redis when config.redis_url is None (which then becomes its
+    URL, for the web process and the inference workers), stopped on the way out; else nothing to start.
+    A SIGTERM ends like Ctrl-C, so the Redis stops too (gunicorn installs its own handlers meanwhile)."""
+    signal.signal(signal.SIGTERM, _exit_on_term)
+    embedded = None
+    if config.redis_url is None:
+        embedded = EmbeddedRedis(config.data_dir / "redis").start()
+        config.redis_url = embedded.url
+    try:
+        yield embedded
+    finally:
+        if embedded is not None:
+            embedded.stop()
+            config.redis_url = None
+
+
+def run_web(config: ServerConfig, dev: bool = False, threads: int | None = None, log_requests: bool = False,
+            trusted_proxies: int = 0, ready: Callable[[Flask], None] | None = None) -> int:
+    """Serves the game on config.host:config.port until stopped; returns the exit status. `ready(app)` is
+    called once the app answers (in the worker process). `trusted_proxies`: how many proxies in front set
+    X-Forwarded-For, so a client's address (the per-address connection limit) is its own, not the proxy's."""
+    make_app = _app_factory(config, trusted_proxies)
+    if dev:
+        return _run_werkzeug(config, make_app, log_requests, ready)
+    return _run_gunicorn(config, make_app, threads or DEFAULT_WEB_THREADS, log_requests, ready)
+
+
+def _app_factory(config: ServerConfig, trusted_proxies: int) -> Callable[[], Flask]:
+    def make_app() -> Flask:
+        from .app import create_app
+
+        app = create_app(config)
+        if trusted_proxies:
+            from werkzeug.middleware.proxy_fix import ProxyFix
+
+            # outside Socket.IO's middleware: engine.io keeps the environ with the client's own address
+            app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted_proxies, x_proto=trusted_proxies,
+                                    x_host=trusted_proxies)
+        return app
+    return make_app
+
+
+def _run_werkzeug(config: ServerConfig, make_app: Callable[[], Flask], log_requests: bool,
+                  ready: Callable[[Flask], None] | None) -> int:
+    app = make_app()
+    try:
+        if ready is not None:
+            ready(app)
+        app.extensions["socketio"].run(app, host=config.host, port=config.port, allow_unsafe_werkzeug=True,
+                                       log_output=log_requests)
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        app.extensions["exag"].close()
+    return 0
+
+
+def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: int, log_requests: bool,
+                  ready: Callable[[Flask], None] | None) -> int:
+    from gunicorn.app.base import BaseApplication
+    from gunicorn.arbiter import Arbiter
+
+    made: list[Flask] = []       # the worker process's app
+
+    def post_worker_init(worker) -> None:
+        if ready is not None:
+            ready(made[0])
+
+    def worker_exit(server, worker) -> None:
+        if made:
+            made.pop().extensions["exag"].close()
+
+    options = {
+        "bind": [f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}"],
+        "workers": 1,                       # one per web process: Socket.IO sessions are not shared between workers
+        "worker_class": "gthread",
+        "threads": threads,
+        "worker_connections": max(1000, 2 * threads),
+        "keepalive": KEEPALIVE_S,
+        "timeout": 0,                       # no heartbeat kill: the first start may prepare the pool for minutes
+        "graceful_timeout": GRACEFUL_STOP_S,
+        "proc_name": f"exag-web:{config.port}",
+        "accesslog": "-" if log_requests else None,
+        "loglevel": "info" if log_requests else "warning",
+        "post_worker_init": post_worker_init,
+        "worker_exit": worker_exit,
+    }
+
+    class WebProcess(BaseApplication):
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Flask:            # in the worker, after the fork
+            made.append(make_app())
+            return made[0]
+
+    try:
+        Arbiter(WebProcess()).run()         # gunicorn's master loop: SIGTERM stops gracefully, Ctrl-C at once
+    except SystemExit as stop:              # the arbiter always ends with sys.exit
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _exit_on_term(signum, frame) -> None:
+    sys.exit(0)

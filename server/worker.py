@@ -1,0 +1,441 @@
+"""An inference worker: reads game rounds from the Redis streams (server/rounds.py), batches them across
+games, runs the agent and the explainers (server/inference.py), grades the answer and every explanation
+against the pool's ground truth, builds the player-safe view and the event-log entries, and writes each
+job's result exactly once.
+
+    exag worker --redis-url redis://host:6379/0 [--world DIR] [--agent NAME] [--device auto|cpu|cuda] [--threads T]
+
+Any number of workers, on any machine that reaches the Redis and has the world and the agents' checkpoints,
+share the streams through one consumer group. Plain questions (the fast stream) are read before heavy
+jobs (the slow stream), and a worker takes one heavy job at a time, so a burst of explanation rounds delays
+a plain question by at most one heavy job. A worker that dies leaves its jobs pending; another claims
+them after CLAIM_AFTER_MS. The result key is written with SET NX, so a job computed twice (a claim racing
+a slow worker) is still answered once.
+
+At start a worker embeds the pool with the server's agent (once per world and agent, stored beside the
+world) for the web processes' image-set choice, then looks at the pool's images while idle (the agent's
+feature cache holds `feature_cache` of them), so that a new game's images are usually seen already.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from .inference import BatchSettings, Predictor, RoundRequest, RoundResult   # torch loads with a Predictor
+from .player_safe import for_player
+from .pool import GamePool
+from .rounds import FAST, GROUP, REPLY, RESULT, RESULT_MARGIN_S, SLOW, WORKERS, RoundJob, ensure_groups
+
+log = logging.getLogger(__name__)
+CLAIM_AFTER_MS = 5000      # a job pending this long with a consumer is taken over (its worker is presumed dead)
+CLAIM_EVERY_S = 1.0        # how often a worker looks for such jobs
+MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?) is answered with an error
+HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
+IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
+WARM_CHUNK = 4             # pool images looked at per idle step (~0.16 s on one core)
+FEATURE_CACHE = 700        # images whose features a worker keeps (~0.7 MB each: RSS ~1.45 GB, under 1.5 GB)
+AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
+
+
+@dataclass
+class WorkerConfig:
+    redis_url: str
+    world: Path
+    data_dir: Path = Path("data/server")       # its cache holds the pool embeddings when the world is read-only
+    agent: str = "default"                     # the server's agent: rounds that name no agent
+    device: str = "auto"                       # "auto": cuda when available, else cpu
+    threads: int = 1                           # torch CPU threads
+    explainer_options: dict[str, dict] = field(default_factory=dict)
+    batch: BatchSettings = BatchSettings()
+    feature_cache: int = FEATURE_CACHE
+    warm_pool: bool = True                     # look at the pool's images while idle
+    progress: bool = False
+    name: str = ""                             # consumer name ("" = host:pid:random)
+
+
+def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
+    """The explainers' options for an agent: RelQA's bank from the world, the NLE model shipped for the
+    agent, then the configured options (for an agent a study names, all but the server agent's NLE model:
+    its own is looked up)."""
+    options = {"relqa": {"world": config.world, "progress": config.progress}}
+    if not Path(str(agent_name)).exists():
+        options["nle"] = {"agent_name": agent_name}
+    for name, extra in config.explainer_options.items():
+        if name == "nle" and agent_name not in ("", config.agent):
+            continue
+        options[name] = {**options.get(name, {}), **extra}
+    return options
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig) -> None:
+        import torch   # the worker is where torch lives
+
+        from vqa_agent.agent import VQAAgent
+        started = time.perf_counter()
+        self.config = config
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.name = config.name or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.pool = GamePool(config.world)
+        self._load_agent = lambda name: VQAAgent.from_pretrained(name, device=config.device)
+        self.predictors: dict[str, Predictor] = {}
+        self._failed: dict[str, str] = {}
+        server = self._predictor("")
+        self.pool.compute_embeddings(config.agent, server.agent, Path(config.data_dir) / "cache", config.progress)
+        self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
+        ensure_groups(self.redis)
+        self._warm_next = 0 if config.warm_pool else len(self.pool)
+        self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
+        self._claimed_at = self._beat_at = 0.0
+        self.stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rounds_done = 0
+        self._heartbeat()
+        self.start_seconds = time.perf_counter() - started
+        log.info("inference worker %s ready in %.1f s (device %s)", self.name, self.start_seconds,
+                 server.agent.device)
+
+    # --- running ----------------------------------------------------------------------------------
+
+    def start(self) -> "Worker":
+        """Runs the loop in a thread (in-process workers: tests, ServerConfig.inprocess_workers)."""
+        self._thread = threading.Thread(target=self.run, name=f"exag-worker-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stop_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        try:
+            self.redis.hdel(WORKERS, self.name)
+        except redis.RedisError:
+            pass
+        self.redis.close()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self._step()
+            except redis.ConnectionError as error:      # Redis restarting: wait, keep the loaded models
+                log.warning("worker %s lost Redis (%s); trying again", self.name, error)
+                self.stop_event.wait(0.5)
+
+    def _step(self) -> None:
+        now = time.monotonic()
+        if now - self._beat_at > HEARTBEAT_S:
+            self._heartbeat()
+        if now - self._claimed_at > CLAIM_EVERY_S:
+            self._claim()
+        fast = self._read(FAST, self.config.batch.max_batch_rounds)
+        if fast:
+            self._handle(self._more_fast(fast))
+            return
+        slow = self._held.pop(0) if self._held else next(iter(self._read(SLOW, 1)), None)
+        if slow is not None:
+            self._handle([slow])
+            return
+        if self._warm_next < min(len(self.pool), self.config.feature_cache):
+            self._warm()
+            return
+        got = self._read_both(IDLE_BLOCK_MS)       # idle: wait for either stream
+        fast = [entry for entry in got if entry[0] == FAST]
+        self._held += [entry for entry in got if entry[0] == SLOW]
+        if fast:
+            self._handle(self._more_fast(fast))
+
+    def _more_fast(self, batch: list) -> list:
+        """LitServe-style: the first round waits up to max_wait_ms for others, up to max_batch_rounds."""
+        deadline = time.monotonic() + self.config.batch.max_wait_ms / 1000
+        while len(batch) < self.config.batch.max_batch_rounds:
+            left_ms = (deadline - time.monotonic()) * 1000
+            if left_ms < 1:
+                break
+            more = self._read(FAST, self.config.batch.max_batch_rounds - len(batch), block_ms=int(left_ms))
+            if not more:
+                break
+            batch += more
+        return batch
+
+    def _read(self, stream: str, count: int, block_ms: int | None = None) -> list[tuple[str, str, str]]:
+        got = self.redis.xreadgroup(GROUP, self.name, {stream: ">"}, count=count, block=block_ms)
+        return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
+
+    def _read_both(self, block_ms: int) -> list[tuple[str, str, str]]:
+        got = self.redis.xreadgroup(GROUP, self.name, {FAST: ">", SLOW: ">"}, count=1, block=block_ms)
+        return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
+
+    def _claim(self) -> None:
+        """Jobs of dead workers: pending longer than CLAIM_AFTER_MS, taken over here (and handled first)."""
+        self._claimed_at = time.monotonic()
+        for stream in (FAST, SLOW):
+            entries = self.redis.xautoclaim(stream, GROUP, self.name, CLAIM_AFTER_MS, count=16)[1]   # Redis 6.2 and 7
+            for entry_id, fields in entries:
+                if not fields:                       # trimmed away meanwhile
+                    self.redis.xack(stream, GROUP, entry_id)
+                    continue
+                pending = self.redis.xpending_range(stream, GROUP, min=entry_id, max=entry_id, count=1)
+                deliveries = pending[0]["times_delivered"] if pending else 1
+                log.warning("worker %s took over job %s (delivery %d)", self.name, entry_id, deliveries)
+                if deliveries > MAX_DELIVERIES:
+                    job = RoundJob.from_json(fields["job"])
+                    self._publish(job, {"error": "this round could not be answered; please ask again"})
+                    self.redis.xack(stream, GROUP, entry_id)
+                else:
+                    self._held.insert(0, (stream, entry_id, fields["job"]))
+
+    def _heartbeat(self) -> None:
+        self._beat_at = time.monotonic()
+        agents = {name: {"unavailable": p.unavailable} for name, p in self.predictors.items()}
+        agents.update({name: {"failed": why} for name, why in self._failed.items()})
+        self.redis.hset(WORKERS, self.name, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                                        "agents": agents, "seen": time.time(),
+                                                        "rounds": self.rounds_done}))
+
+    def _warm(self) -> None:
+        start = self._warm_next
+        self._warm_next = min(start + WARM_CHUNK, len(self.pool), self.config.feature_cache)
+        self.predictors[""].prepare([self.pool.image(i) for i in range(start, self._warm_next)])
+
+    # --- jobs -------------------------------------------------------------------------------------
+
+    def _predictor(self, agent: str) -> Predictor:
+        """The agent a job names ("" = the server's), loaded on first use with its own explainers."""
+        if agent not in self.predictors:
+            name = agent or self.config.agent
+            loaded = self._load_agent(name)
+            loaded.feature_cache = self.config.feature_cache if not agent else loaded.feature_cache
+            self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name))
+            self._failed.pop(agent, None)
+        return self.predictors[agent]
+
+    def _handle(self, entries: list[tuple[str, str, str]]) -> None:
+        todo: dict[str, list[tuple[RoundJob, RoundRequest]]] = {}
+        done: list[tuple[str, str]] = []
+        for stream, entry_id, raw in entries:
+            done.append((stream, entry_id))
+            try:
+                job = RoundJob.from_json(raw)
+            except (ValueError, TypeError) as error:
+                log.warning("unreadable job %s: %s", entry_id, error)
+                continue
+            late = job.deadline and time.time() > job.deadline
+            if job.reply and (late or self.redis.exists(RESULT.format(job.job_id))):
+                continue          # nobody waits for it any more, or it is answered already
+            try:
+                predictor = self._predictor(job.agent)
+            except Exception as error:         # noqa: BLE001 - a missing or broken checkpoint
+                log.warning("agent %r could not be loaded: %s", job.agent, error)
+                self._failed[job.agent] = f"{type(error).__name__}: {error}"[:500]
+                self._publish(job, {"error": AGENT_FAILED})
+                continue
+            images = [self.pool.image(i) for i in job.images]
+            if job.kind == "prepare":
+                predictor.prepare(images)
+                continue
+            request = RoundRequest(images, job.question, job.secret, tuple(job.for_every_image),
+                                   tuple(job.for_the_secret), job.seed)
+            try:
+                predictor.check(request)
+            except ValueError as error:
+                self._publish(job, {"error": str(error)})
+                continue
+            todo.setdefault(job.agent, []).append((job, request))
+        for agent, pairs in todo.items():
+            results = self.predictors[agent].predict([request for _, request in pairs])
+            for (job, _), result in zip(pairs, results):
+                if isinstance(result, Exception):
+                    payload = {"error": "the agent could not answer this round; please ask again"}
+                else:
+                    try:
+                        payload = finish_round(job, result, self.pool)
+                    except Exception:            # noqa: BLE001 - one round's grading fails only itself
+                        log.exception("grading failed")
+                        payload = {"error": "the agent could not answer this round; please ask again"}
+                self._publish(job, payload)
+                self.rounds_done += 1
+        pipe = self.redis.pipeline()
+        for stream, entry_id in done:
+            pipe.xack(stream, GROUP, entry_id)
+        pipe.execute()
+
+    def _publish(self, job: RoundJob, payload: dict) -> bool:
+        """Writes the job's one result (the first writer wins) and wakes the web process waiting for it."""
+        if not job.reply:
+            return False
+        ttl = max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
+        payload = {**payload, "worker": self.name}
+        if not self.redis.set(RESULT.format(job.job_id), json.dumps(payload, separators=(",", ":")), nx=True, ex=ttl):
+            log.info("job %s was answered already; this computation is dropped", job.job_id)
+            return False
+        pipe = self.redis.pipeline()
+        pipe.lpush(REPLY.format(job.job_id), "1")
+        pipe.expire(REPLY.format(job.job_id), ttl)
+        pipe.execute()
+        return True
+
+
+def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
+    """What the web process needs of a round: the answer about the secret, its grade and the parsed
+    question (`graded`), the explanations to show (player-safe, keyed by image token) and to log (graded,
+    without pixel masks), and the round's inference figures."""
+    from explainers.grading import GroundTruth, grade_answer
+    from vqa_agent.world.parser import parse_program
+    from vqa_agent.world.programs import program_to_json
+
+    program = parse_program(job.question)
+    truths: dict[int, GroundTruth] = {}
+
+    def truth(position: int) -> GroundTruth:
+        if position not in truths:
+            i = job.images[position]
+            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool.masks(i))
+        return truths[position]
+
+    secret_output = result.outputs[job.secret]
+    graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
+              "answer": secret_output.answer, "probability": secret_output.probability,
+              "answered_by": secret_output.answered_by, "truth": truth(job.secret).answer,
+              "answer_grade": grade_answer(secret_output, truth(job.secret)).label}
+    view_every, logged = {}, []
+    for position, explanations in enumerate(result.for_every_image):
+        view_every[job.tokens[position]] = [for_player(e) for e in explanations]
+        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False)
+                   for e in explanations]
+    view_secret = [for_player(e) for e in result.for_the_secret]
+    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True)
+               for e in result.for_the_secret]
+    shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
+             if (job.for_every_image or job.for_the_secret) else None, "log": logged}
+    return {"answer": secret_output.answer, "graded": graded, "shown": shown,
+            "inference_ms": result.seconds * 1000, "batch_rounds": result.batch_rounds}
+
+
+def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool) -> dict:
+    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
+    (they are the agent's deterministic output and would make every event ~100 KB)."""
+    from explainers.grading import grade_explanation
+    payload = explanation.payload
+    if explanation.kind == "attention":
+        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
+    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
+            "is_secret": position == secret, "for_the_secret": for_secret,
+            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
+            "payload": payload}
+
+
+# --- `exag worker` ---------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis-url", default=None, help="the game server's Redis (default: REDIS_URL)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data/server"),
+                        help="the server's data directory (its cache holds the pool embeddings of a read-only world)")
+    parser.add_argument("--world", type=Path, default=None, help="the world the server's games draw from "
+                        "(default: data/world when built, else data/game-world)")
+    parser.add_argument("--agent", default="default", help="the server's agent (rounds that name no agent)")
+    parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu or cuda")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--max-batch-rounds", type=int, default=BatchSettings.max_batch_rounds)
+    parser.add_argument("--max-wait-ms", type=float, default=BatchSettings.max_wait_ms)
+    parser.add_argument("--feature-cache", type=int, default=FEATURE_CACHE,
+                        help=f"pool images whose features stay in memory (default {FEATURE_CACHE})")
+    parser.add_argument("--no-warm-pool", dest="warm_pool", action="store_false",
+                        help="do not look at the pool's images while idle (benchmarks)")
+    parser.add_argument("--explainer-options", default=None,
+                        help='JSON: options per explainer, e.g. \'{"nle": {"model": "DIR"}}\'')
+
+
+def run_worker(config: WorkerConfig) -> int:
+    """Runs one worker until SIGTERM or Ctrl-C; its pending jobs are then left for another to claim."""
+    worker = Worker(config)
+    print(f"inference worker {worker.name} ready in {worker.start_seconds:.1f} s", flush=True)
+    signal.signal(signal.SIGTERM, lambda signum, frame: worker.stop_event.set())
+    try:
+        worker.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        worker.close()
+    return 0
+
+
+class WorkerProcesses:
+    """`exag serve`'s inference workers on this machine: `count` processes of `exag worker`, each restarted
+    when it dies (after RESTART_DELAY_S, longer while it keeps dying at start), all stopped by `stop()`.
+    They die with this process too (Linux: the parent-death signal)."""
+    RESTART_DELAY_S = 1.0
+    MAX_RESTART_DELAY_S = 30.0
+
+    def __init__(self, arguments: list[str], count: int) -> None:
+        import subprocess
+        import sys
+        self._popen = lambda: subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", *arguments],
+                                               preexec_fn=_die_with_parent)
+        self._procs = [self._popen() for _ in range(count)]
+        self._delays = [self.RESTART_DELAY_S] * count
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="exag-worker-supervisor", daemon=True)
+        self._thread.start()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def _supervise(self) -> None:
+        started = [time.monotonic()] * len(self._procs)
+        while not self._stopping.wait(0.5):
+            for i, proc in enumerate(self._procs):
+                if proc.poll() is None or self._stopping.is_set():
+                    continue
+                lived = time.monotonic() - started[i]
+                self._delays[i] = self.RESTART_DELAY_S if lived > 60 else \
+                    min(self._delays[i] * 2, self.MAX_RESTART_DELAY_S)
+                log.warning("inference worker %d (pid %d) ended with %s after %.0f s; restarting it in %.0f s",
+                            i, proc.pid, proc.returncode, lived, self._delays[i])
+                if self._stopping.wait(self._delays[i]):
+                    return
+                self._procs[i], started[i] = self._popen(), time.monotonic()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout_s
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except Exception:       # noqa: BLE001 - subprocess.TimeoutExpired: it would not stop
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG; Linux only)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def worker_arguments(config, threads: int) -> list[str]:
+    """The `exag worker` arguments that serve the web process of this ServerConfig."""
+    arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
+                 "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
+                 "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
+    if config.explainer_options:
+        arguments += ["--explainer-options", json.dumps(config.explainer_options)]
+    return arguments

@@ -1,0 +1,31 @@
+"""The load test (`exag bot --players N`): concurrent participants over real sockets against a live server."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from server.bot import parse_mix, run_load
+
+
+def test_parse_mix():
+    assert parse_mix("at-will=0.5") == 0.5 and parse_mix("controlled=0.25") == 0.75 and parse_mix("1") == 1.0
+    with pytest.raises(ValueError):
+        parse_mix("at-will=2")
+
+
+def test_run_load_measures_every_event_without_errors(live_server):
+    report = run_load(live_server.url, 4, 10.0, 0.5, studies={"at-will": "aw", "controlled": "ctl"},
+                      arms=("none", "both"), server_pids=[os.getpid()], question_interval_s=1.0,
+                      progress=False)
+    events = report["events"]
+    for event in ("join", "consent", "begin", "ask", "explain", "rate", "guess", "next_game"):
+        assert events[event]["n"] > 0, event
+        assert {"p50", "p95", "p99"} <= set(events[event])
+    assert report["errors"]["total"] == 0, report["errors"]
+    assert report["timeouts"]["total"] == 0
+    assert events["rate"]["n"] >= events["ask"]["n"] - 4     # a rating after every answer (bar the last ones)
+    assert report["participants"] >= 4 and report["games_finished"] > 0
+    assert report["messages"]["per_second"] > 0 and report["stopped_cleanly"]
+    assert report["server"]["samples"] >= 5 and report["server"]["rss_mb"]["max"] > 0
+    assert report["server"]["cpu_percent"]["mean"] >= 0 and "cpu_percent" in report["bot"]

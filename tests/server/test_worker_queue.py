@@ -1,0 +1,213 @@
+"""Rounds travel through Redis streams to inference workers (server/rounds.py, server/worker.py): answered
+by a worker thread or a real `exag worker` process; a worker killed mid-round leaves its job to another,
+and the player gets exactly one answer; heavy jobs never hold up plain questions; the web process never
+imports torch."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from server_setup import server_config, write_studies
+
+from server import browser
+from server.app import create_app
+from server.inference import BatchSettings
+from server.rounds import FAST, GROUP, RESULT, TAKEN, WORKERS, RoundJob
+from server.worker import Worker, WorkerConfig
+
+REPO = Path(__file__).resolve().parents[2]
+ALL = ["attention", "objscene", "relqa", "introspect"]
+
+
+def start_game(play, study: str, pid: str, arm: str = "none") -> tuple[tuple[str, str], str]:
+    """A participant through join, consent and instructions, straight through Play (no Socket.IO)."""
+    who, _, _ = play.join({"study": study, "pid": pid, "arm": arm}, browser.new_id())
+    play.consent(who, {"agree": True})
+    play.begin(who, {})
+    return who, play.view(*who)["game"]["game_id"]
+
+
+def events_of(store, game_id: str, kind: str) -> list[dict]:
+    return [e for e in store.events() if e.get("game") == game_id and e["type"] == kind]
+
+
+def job(services, images: int = 5, question: str = "is there a red cube?", **changes) -> RoundJob:
+    n = min(images, len(services.pool))
+    return RoundJob("round", list(range(n)), question, 0, [f"t{i}" for i in range(n)], **changes)
+
+
+def test_rounds_are_answered_through_the_streams_by_a_worker(app):
+    services = app.extensions["exag"]
+    queue = services.agents.queue
+    assert services.workers and "torch" in sys.modules         # this test process runs one worker thread
+    results = [None] * 6
+
+    def ask(i):
+        results[i] = queue.submit(job(services, question=["is there a red cube?", "how many spheres are there?"][i % 2],
+                                      for_every_image=["attention"]))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        assert r["answer"] and r["graded"]["answer_grade"] and r["worker"] == services.workers[0].name
+        assert set(r["shown"]["view"]["for_every_image"]) == {f"t{i}" for i in range(5)}
+        assert all(e["grade"] for e in r["shown"]["log"])           # graded by the worker
+    # each result read once: its key holds only a mark now, and nothing is left pending
+    assert all(services.store.redis.get(k) == TAKEN for k in services.store.redis.scan_iter(RESULT.format("*")))
+    assert services.store.redis.xpending(FAST, GROUP)["pending"] == 0
+    published = json.loads(services.store.redis.hget(WORKERS, services.workers[0].name))
+    assert published["agents"][""]["unavailable"] == {}
+
+    # a question the agent cannot read comes back as the worker's message, for the player
+    with pytest.raises(ValueError, match="I only understand English"):
+        queue.submit(job(services, question="есть ли красный куб?"))
+
+
+def test_a_played_round_goes_through_a_worker(app):
+    services = app.extensions["exag"]
+    who, game_id = start_game(services.play, "ctl", "queue-1", "both")
+    view = services.play.ask(who, {"game_id": game_id, "question": "is there a red cube?"})
+    last = view["game"]["rounds"][-1]
+    assert last["answer"] in ("yes", "no")
+    asked, = events_of(services.store, game_id, "question")
+    assert asked["answer"] == last["answer"] and asked["batch_rounds"] >= 1 and asked["answer_grade"]
+
+
+def test_slow_jobs_do_not_delay_plain_questions(app):
+    """A burst of heavy explanation rounds is queued on the slow stream; a plain question asked after it is
+    answered before the burst is through (the worker reads the fast stream first)."""
+    services = app.extensions["exag"]
+    queue, redis = services.agents.queue, services.store.redis
+    heavy = [job(services, images=20, for_every_image=ALL, for_the_secret=["objscene", "relqa", "nle"])
+             for _ in range(10)]
+    for j in heavy:
+        j.deadline = time.time() + 120
+        queue.post(j, slow=True)
+    started = time.perf_counter()
+    answer = queue.submit(job(services))
+    plain_s = time.perf_counter() - started
+    heavy_done = sum(redis.exists(RESULT.format(j.job_id)) for j in heavy)
+    assert answer["answer"]
+    assert heavy_done < len(heavy) / 2, (heavy_done, plain_s)
+    deadline = time.monotonic() + 120                 # the burst is answered too, each job once
+    while time.monotonic() < deadline and sum(redis.exists(RESULT.format(j.job_id)) for j in heavy) < len(heavy):
+        time.sleep(0.2)
+    assert all(redis.exists(RESULT.format(j.job_id)) for j in heavy)
+
+
+@pytest.fixture
+def web_only(app, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    """A web process with no worker of its own (its pool embeddings were stored by `app`'s worker)."""
+    web = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data",
+                                   write_studies(tmp_path / "studies"), inprocess_workers=0, round_timeout_s=90))
+    yield web
+    web.extensions["exag"].close()
+
+
+def worker_process(services, tiny_agent_dir, agent_world, tiny_nle_dir, data_dir: Path, max_wait_ms: float):
+    options = {"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}}
+    return subprocess.Popen(
+        [sys.executable, "-m", "exag_cli", "worker", "--redis-url", services.redis.url, "--world", str(agent_world),
+         "--agent", str(tiny_agent_dir), "--data-dir", str(data_dir), "--max-wait-ms", str(max_wait_ms),
+         "--explainer-options", json.dumps(options), "--feature-cache", "64"],
+        cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_killed_worker_s_round_is_answered_once_by_another(web_only, tiny_agent_dir, agent_world, tiny_nle_dir,
+                                                             tmp_path):
+    services = web_only.extensions["exag"]
+    redis = services.store.redis
+    # a real `exag worker` that holds the round it reads for 30 s (waiting for others to batch with): it is
+    # killed while the round is pending with it
+    proc = worker_process(services, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data", 30_000)
+    rescuer = None
+    try:
+        first = wait_for(lambda: redis.hkeys(WORKERS), 180, "the worker process to start")[0]
+        who, game_id = start_game(services.play, "ctl", "killed-1")
+        outcome = {}
+
+        def ask():
+            try:
+                outcome["view"] = services.play.ask(who, {"game_id": game_id, "question": "is there a red cube?"})
+            except Exception as error:     # noqa: BLE001 - the test looks at it
+                outcome["error"] = error
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        wait_for(lambda: any(c["name"] == first and c["pending"] for c in redis.xinfo_consumers(FAST, GROUP)),
+                 30, "the worker to take the round")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert "view" not in outcome
+        # another worker claims the dead one's round and answers it
+        rescuer = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir),
+                                      explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
+                                      batch=BatchSettings(8, 5.0), feature_cache=64, warm_pool=False)).start()
+        asking.join(timeout=90)
+        assert "error" not in outcome, outcome
+        assert outcome["view"]["game"]["rounds"][-1]["answer"] in ("yes", "no")
+        assert len(events_of(services.store, game_id, "question")) == 1              # one answer, one event
+        results = list(redis.scan_iter(RESULT.format("*")))
+        assert len(results) == 1 and redis.get(results[0]) == TAKEN              # one result, read once
+        wait_for(lambda: redis.xpending(FAST, GROUP)["pending"] == 0, 10, "the claimed round to be acknowledged")
+        assert not list(redis.scan_iter("exag:round:reply:*"))                   # no second reply
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        if rescuer is not None:
+            rescuer.close()
+
+
+def test_a_round_no_worker_answers_fails_with_a_clear_message(app, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    web = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data",
+                                   write_studies(tmp_path / "studies"), inprocess_workers=0, round_timeout_s=1))
+    try:
+        play = web.extensions["exag"].play
+        who, game_id = start_game(play, "ctl", "nobody-1")
+        with pytest.raises(ValueError, match="did not answer in time"):
+            play.ask(who, {"game_id": game_id, "question": "is there a red cube?"})
+        assert not events_of(web.extensions["exag"].store, game_id, "question")
+    finally:
+        web.extensions["exag"].close()
+
+
+def test_the_web_process_never_imports_torch(app, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    services = app.extensions["exag"]
+    script = f"""
+import sys
+from pathlib import Path
+from server.app import create_app
+from server.config import ServerConfig
+app = create_app(ServerConfig(world={str(agent_world)!r}, agent={str(tiny_agent_dir)!r},
+                              data_dir={str(tmp_path / 'data')!r}, studies_dir=Path({str(services.config.studies_dir)!r}),
+                              redis_url={services.redis.url!r}, progress=False, inprocess_workers=0))
+services = app.extensions["exag"]
+assert len(services.pool.embeddings) == len(services.pool)
+assert "torch" not in sys.modules, "the web process imported torch"
+services.close()
+print("torch-free")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "torch-free" in done.stdout, done.stdout + done.stderr
