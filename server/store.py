@@ -37,6 +37,8 @@ LOCK_RENEW_S = 2           # ... while a live holder renews it this often
 LOCK_WAIT_S = 10           # how long a participant's next message waits for the previous one
 RECONNECT_TRIES = 22       # a lost connection is tried again after 0.1, 0.2, 0.4, then every 0.5 s: ~10 s in all
 COMMIT_MARK_S = 120        # how long a commit's mark says that it ran (longer than any reconnection)
+MAX_CONNECTIONS = 4096     # per client; redis-py's default of 100 ran out at ~100 players, as every round in
+                           # flight holds a connection for its BLPOP (the reply) and every lock renews on its own
 COMMIT_ATTEMPTS = 3        # a commit is sent again at most twice after a lost connection
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,8 @@ class Store:
     @classmethod
     def connect(cls, url: str) -> "Store":
         def client(retry: Retry) -> redis.Redis:
-            return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, retry=retry)
+            return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, retry=retry,
+                                        max_connections=MAX_CONNECTIONS)
         return cls(client(Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=RECONNECT_TRIES)),
                    once=client(Retry(NoBackoff(), 0)))
 

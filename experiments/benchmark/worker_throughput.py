@@ -4,7 +4,7 @@ keeping `--concurrency` rounds in flight (as many games asking at once). Prints 
 batch sizes and per-batch inference time p50/p95, ask-to-answer p50/p95 through Redis, the worker's
 start time and RSS.
 
-    python -m experiments.benchmark.worker_throughput [--seconds 20] [--concurrency 16] [--json results/worker_throughput.json]
+    python -m experiments.benchmark.worker_throughput [--seconds 20] [--concurrency 16] [--workers 1] [--json results/worker_throughput.json]
 """
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds")
     parser.add_argument("--concurrency", type=int, default=16, help="rounds in flight at once")
     parser.add_argument("--games", type=int, default=8, help="distinct image sets (their features are cached)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (one core each): throughput "
+                                                                "should grow linearly with them up to the cores")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -49,13 +51,15 @@ def main(argv: list[str] | None = None) -> dict:
         embedded = EmbeddedRedis(Path(tmp) / "redis").start()
         client = redis.Redis.from_url(embedded.url, decode_responses=True)
         started = time.perf_counter()
-        worker = subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", "--redis-url", embedded.url,
-                                   "--world", str(args.world), "--agent", args.agent, "--threads", "1",
-                                   "--no-warm-pool"], env={**os.environ, "OMP_NUM_THREADS": "1"})
+        workers = [subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", "--redis-url", embedded.url,
+                                     "--world", str(args.world), "--agent", args.agent, "--threads", "1",
+                                     "--no-warm-pool"], env={**os.environ, "OMP_NUM_THREADS": "1"})
+                   for _ in range(args.workers)]
+        worker = workers[0]
         try:
-            while not client.hkeys(WORKERS):
-                if worker.poll() is not None:
-                    raise SystemExit("the worker did not start")
+            while len(client.hkeys(WORKERS)) < args.workers:
+                if any(w.poll() is not None for w in workers):
+                    raise SystemExit("a worker did not start")
                 time.sleep(0.05)
             start_s = time.perf_counter() - started
             rss_start = rss_mb(worker.pid)
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
             batch_ms = np.array([ms for ms, _ in batches])
             sizes = np.array([size for _, size in batches])
             report = {
-                "world": str(args.world), "agent": args.agent, "images_per_round": IMAGES,
+                "world": str(args.world), "agent": args.agent, "workers": args.workers, "images_per_round": IMAGES,
                 "concurrency": args.concurrency, "seconds": round(elapsed, 2), "rounds": len(latencies),
                 "rounds_per_s": round(len(latencies) / elapsed, 1),
                 "batch_rounds_mean": round(float(sizes.mean()), 2),
@@ -99,8 +103,10 @@ def main(argv: list[str] | None = None) -> dict:
                 "worker_rss_mb": round(rss_mb(worker.pid)),
                 "cpu": os.cpu_count()}
         finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+            for w in workers:
+                w.terminate()
+            for w in workers:
+                w.wait(timeout=30)
             client.close()
             embedded.stop()
     for key, value in report.items():
