@@ -108,19 +108,24 @@ def z_test(successes: tuple[float, float], n: tuple[int, int]) -> dict:
     return {"p_value": _num(p), "z": _num(z), "test": Z_TEST, **({"note": note} if note else {})}
 
 
-def gee_logit(y, exog: pd.DataFrame, clusters, term: str) -> dict:
-    """The odds ratio of `term` with its 95% CI and p-value from a participant-clustered GEE logistic
-    regression (Binomial family, exchangeable working correlation; if that cannot be fitted, the
-    independence one: logit_clustered). `exog` holds the predictors without the constant."""
+def _complete_cases(y, exog: pd.DataFrame, clusters, method: str):
+    """The rows with an outcome and every predictor, and the empty result of a clustered logit on them."""
     y = np.asarray(y, dtype=float)
     exog = exog.astype(float)
     clusters = np.asarray(clusters)
     keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
     y, exog, clusters = y[keep], exog[keep], clusters[keep]
-    n_clusters = len(pd.unique(clusters))
-    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": GEE_LOGIT,
-           "n_clusters": n_clusters, "n": int(len(y))}
-    why = _unfittable(y, exog[term], n_clusters)
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": method,
+           "n_clusters": len(pd.unique(clusters)), "n": int(len(y))}
+    return y, exog, clusters, out
+
+
+def gee_logit(y, exog: pd.DataFrame, clusters, term: str) -> dict:
+    """The odds ratio of `term` with its 95% CI and p-value from a participant-clustered GEE logistic
+    regression (Binomial family, exchangeable working correlation; if that cannot be fitted, the
+    independence one: logit_clustered). `exog` holds the predictors without the constant."""
+    y, exog, clusters, out = _complete_cases(y, exog, clusters, GEE_LOGIT)
+    why = _unfittable(y, exog[term], out["n_clusters"])
     if why:
         return {**out, "note": why}
     fitted = _fit_gee(y, sm.add_constant(exog, has_constant="add"), clusters, term)
@@ -136,15 +141,8 @@ def logit_clustered(y, exog: pd.DataFrame, clusters, term: str) -> dict:
     """As gee_logit, by logistic regression with participant-clustered robust errors (statsmodels Logit,
     cov_type="cluster"; the same as GEE with an independence working correlation). Vectorised, so fast
     on thousands of participants: used for the secondary trend tests."""
-    y = np.asarray(y, dtype=float)
-    exog = exog.astype(float)
-    clusters = np.asarray(clusters)
-    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
-    y, exog, clusters = y[keep], exog[keep], clusters[keep]
-    n_clusters = len(pd.unique(clusters))
-    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": LOGIT_CLUSTERED,
-           "n_clusters": n_clusters, "n": int(len(y))}
-    why = _unfittable(y, exog[term], n_clusters)
+    y, exog, clusters, out = _complete_cases(y, exog, clusters, LOGIT_CLUSTERED)
+    why = _unfittable(y, exog[term], out["n_clusters"])
     if why:
         return {**out, "note": why}
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -7,11 +7,10 @@ explanations, masks as JSON lists of run lengths, the grid as rows of 2-decimal 
 rebuilt from the same rounds."""
 from __future__ import annotations
 
-import json
 
 from game.settings import RATINGS
 from game.study import StudyConfig
-from server.player_safe import unpack_counts, unpack_grid
+from experiments.benchmark.state_size import size, unpacked
 
 from socket_player import started
 
@@ -21,25 +20,6 @@ QUESTIONS = ["what color is the large sphere?", "is there a cylinder?", "how man
 SMALL_BYTES = 5_000            # a late state without its latest round's explanations: "a few KB"
 LONG_AT_WILL = StudyConfig("small-aw", kind="at-will", arms=("both",), games_per_session=2, nle=True, choose_arm=True,
                            settings={"start_points": 30})     # 8 rounds with explanations (3 points each)
-
-
-def size(value) -> int:
-    return len(json.dumps(value, separators=(",", ":")).encode())
-
-
-def unpacked(explanations):
-    """A round's explanations as HEAD sent them: masks as lists of run lengths, the grid as rows of shares."""
-    if explanations is None:
-        return None
-
-    def one(e: dict) -> dict:
-        if e["kind"] != "attention":
-            return e
-        p = e["payload"]
-        return {**e, "payload": {"grid": unpack_grid(p["grid"]), "objects": [
-            {**o, "mask": {"size": o["mask"]["size"], "counts": unpack_counts(o["mask"]["rle"])}} for o in p["objects"]]}}
-    return {"for_every_image": {t: [one(e) for e in es] for t, es in explanations["for_every_image"].items()},
-            "for_the_secret": [one(e) for e in explanations["for_the_secret"]]}
 
 
 def test_a_late_at_will_state_is_small_and_history_returns_earlier_rounds(app, connect):
