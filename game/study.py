@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .settings import settings_named
+from .settings import GameSettings, settings_named
 
 MODES = ("attention", "relqa", "objscene", "nle", "introspect")   # explanation modes an arm can combine
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
@@ -121,12 +121,17 @@ def assign_arm(study: StudyConfig, counts: dict[str, int]) -> str:
     return min(study.arms, key=lambda arm: (counts.get(arm, 0), study.arms.index(arm)))
 
 
+def for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
+    """At-will: the explainers run on the secret image when explanations are bought (the NLE when offered)."""
+    return settings.for_the_secret + (("nle",) if nle else ())
+
+
 def explainers_of(study: StudyConfig, arm: str) -> tuple[str, ...]:
     """The explainers an arm's games can show: at-will, those bought per round (for every image, then for
-    the secret, then the NLE when the study offers it); controlled, the arm's modes."""
+    the secret); controlled, the arm's modes."""
     if study.kind == "at-will":
         settings = settings_named(study.kind, **study.settings)
-        return settings.for_every_image + settings.for_the_secret + (("nle",) if study.nle else ())
+        return settings.for_every_image + for_the_secret(settings, study.nle)
     return arm_modes(arm)
 
 

@@ -19,7 +19,7 @@ from game import rules
 from game.image_sets import choose_image_set
 from game.settings import RATINGS, GameSettings, settings_named
 from game.state import FINISHED, GameState, player_view
-from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, with_explanations
+from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, for_the_secret, with_explanations
 
 from . import browser
 from .agents import AgentHandle, Agents, AgentUnavailable
@@ -226,7 +226,7 @@ class Play:
             state, record = self._game(participant, payload["game_id"])
             rules.buy_explanations(state)          # refuses before any work
             result, shown, _ = self._answer(state, record, state.rounds[-1].question, state.settings.for_every_image,
-                                            _for_the_secret(state.settings, record["nle"]), slow=True)
+                                            for_the_secret(state.settings, record["nle"]), slow=True)
             state, event = rules.buy_explanations(state)
             event.update(explanations=shown["log"], inference_ms=result["inference_ms"])
             participant["last_seen"] = time.time()
@@ -378,8 +378,3 @@ class Play:
     def _event_for(state: GameState, record: dict, event: dict) -> dict:
         return {**event, "time": time.time(), "study": record["study"], "participant": record["pid"],
                 "game": state.game_id, "arm": record["arm"], "game_number": record["game_number"]}
-
-
-def _for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
-    """At-will: the explainers run on the secret image when explanations are bought."""
-    return settings.for_the_secret + (("nle",) if nle else ())

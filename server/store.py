@@ -165,10 +165,6 @@ class Store:
         raws = self.redis.mget([f"exag:game:{g}" for g in game_ids]) if game_ids else []
         return [(GameState.from_dict(d["state"]), d["record"]) for d in map(json.loads, filter(None, raws))]
 
-    def round_explanations(self, game_id: str) -> list[dict | None]:
-        """Per round, what the player was shown (player-safe), or None for a round without."""
-        return [json.loads(r) for r in self.redis.lrange(f"exag:game:{game_id}:explanations", 0, -1)]
-
     def round_explanation(self, game_id: str, index: int) -> dict | None:
         """What the player was shown in one round (player-safe), or None for a round without."""
         raw = self.redis.lindex(f"exag:game:{game_id}:explanations", index)

@@ -84,6 +84,15 @@ def started(connect, study: str, pid: str, arm: str | None = None) -> Player:
     return player
 
 
+def next_game(player: Player, question: str = "is there a red cube?", rating: str = "Somewhat helpful") -> dict:
+    """Plays the current game with one question and a guess, then goes on; the new state."""
+    gid = player.game["game_id"]
+    player.ok("ask", {"game_id": gid, "question": question})
+    player.ok("rate", {"game_id": gid, "rating": rating})
+    player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
+    return player.ok("next_game", {"game_id": gid})
+
+
 class Rater:
     """An independent rater's browser, opened at a rating link (by default the researcher's signed link for
     `rater_id`); opening the page gives the browser its cookie. Answers are Flask test responses."""

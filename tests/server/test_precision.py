@@ -10,7 +10,7 @@ from game.settings import RATINGS
 from game.study import StudyConfig
 from server.player_safe import unpack_counts, unpack_grid
 
-from socket_player import started
+from socket_player import next_game, started
 
 FIELDS = {   # kind -> the payload's fields, and each listed item's fields
     "attention": ({"grid", "objects"}, {"box", "weight", "mask"}),
@@ -111,11 +111,7 @@ def test_controlled_payloads_carry_only_what_the_page_shows(app, connect):
                      {"type": "study_created", "study": "precise-ctl"}, only_if_new=True)
     for number, (arm, kinds) in enumerate((("both", 2), ("objscene+introspect+nle", 3))):
         player = started(connect, "precise-ctl", f"precise-ctl-{number}", arm)
-        gid = player.game["game_id"]
-        player.ok("ask", {"game_id": gid, "question": "is there a red cube?"})
-        player.ok("rate", {"game_id": gid, "rating": RATINGS[2]})
-        player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
-        player.ok("next_game", {"game_id": gid})
+        next_game(player, rating=RATINGS[2])
         assert player.game["with_explanations"]
         states = play(player, ["how many spheres are there?"], buy=False)
         assert max(check_state(s) for s in states) == 5 * kinds

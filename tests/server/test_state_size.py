@@ -12,7 +12,7 @@ from game.settings import RATINGS
 from game.study import StudyConfig
 from experiments.benchmark.state_size import size, unpacked
 
-from socket_player import started
+from socket_player import next_game, started
 
 QUESTIONS = ["what color is the large sphere?", "is there a cylinder?", "how many cubes are there?",
              "is there a red thing?", "what material is the small cube?", "are there more spheres than cubes?",
@@ -89,11 +89,7 @@ def test_history_refuses_bad_messages(app, connect):
 
 def test_a_controlled_state_carries_only_its_latest_round(app, connect):
     player = started(connect, "ctl", "small-ctl", "both")
-    gid = player.game["game_id"]
-    player.ok("ask", {"game_id": gid, "question": "is there a red cube?"})
-    player.ok("rate", {"game_id": gid, "rating": RATINGS[1]})
-    player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
-    player.ok("next_game", {"game_id": gid})
+    next_game(player, rating=RATINGS[1])
     assert player.game["with_explanations"]
     gid = player.game["game_id"]
     shown = []
