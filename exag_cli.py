@@ -189,6 +189,15 @@ def _bench_nle(args: argparse.Namespace) -> int:
                       (["--threads", str(args.threads)] if args.threads else [])) or 0
 
 
+def _bench_clevr(args: argparse.Namespace) -> int:
+    from experiments.benchmark.clevr_phrased import main as bench_main
+    world = _default_world(args.world, ("test",), "`exag bench clevr`")
+    extra = ["--clevr-generator", str(args.clevr_generator)] if args.clevr_generator else []
+    bench_main(["--world", str(world), "--agents", args.agents, "--images", str(args.images),
+                "--seed", str(args.seed)] + extra + (["--json", str(args.json)] if args.json else []))
+    return 0
+
+
 def _bench_latency(args: argparse.Namespace) -> int:
     from experiments.benchmark.vqa_latency import main as bench_main
 
@@ -580,6 +589,18 @@ def build_parser() -> argparse.ArgumentParser:
     vqa.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     vqa.add_argument("--json", type=Path, help="write the results here")
     vqa.set_defaults(run=_bench_vqa)
+    clevr = bench_commands.add_parser(
+        "clevr", help="agents and parser on CLEVR-phrased questions and on held-out phrasings",
+        description="Questions written by CLEVR's own generator (when it is on disk) about the world's test "
+                    "scenes, and the world's held-out phrasings: accuracy by type, parser coverage.")
+    clevr.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
+    clevr.add_argument("--agents", default="weak,medium,strong")
+    clevr.add_argument("--clevr-generator", type=Path, default=None,
+                       help="CLEVR's question_generation directory (clevr-dataset-gen); skipped when absent")
+    clevr.add_argument("--images", type=int, default=400)
+    clevr.add_argument("--seed", type=int, default=5)
+    clevr.add_argument("--json", type=Path, help="write the results here")
+    clevr.set_defaults(run=_bench_clevr)
     latency = bench_commands.add_parser("latency", help="p50/p95 of one question over 5 and 20 images",
                                         description="Latency of one question over 5 and over 20 images, with "
                                                     "new images (cold) and images seen before (warm).")

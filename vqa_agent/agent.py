@@ -252,7 +252,12 @@ class VQAAgent:
         for n, (question_text, image) in enumerate(zip(questions, seen)):
             top_k = [(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])]
             attention = object_attention[n][:len(image.proposals)]
-            symbolic = answer_symbolically(question_text, image.perceived) if image.perceived else None
+            symbolic = None
+            if image.perceived:
+                # as typed first ("There is a cube; what is its size?" needs its semicolon), then as
+                # the agent reads it (typos fixed, filler dropped, synonyms it knows)
+                symbolic = answer_symbolically(question_text, image.perceived) or \
+                    answer_symbolically(" ".join(self.vocabulary.read(question_text)), image.perceived)
             if symbolic is not None:
                 # the program's own evidence is what this agent looked at; the classifier's guesses
                 # stay as alternatives, scaled to share what the program's answer leaves

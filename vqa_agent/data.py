@@ -55,6 +55,7 @@ class PreparedSplit:
     families: list[str]
     types: list[str]
     answer_texts: list[str]
+    heldout_phrasing: list[bool]      # written in a phrasing held out from training
     target_objects: torch.Tensor      # [M, MAX_OBJECTS] 1/0: object in the set the answer is read from; -1 unknown
 
     def questions_of(self, images: torch.Tensor) -> torch.Tensor:
@@ -133,4 +134,5 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
         answers=torch.tensor([vocabulary.answer_index.get(q["answer"], -1) for q in questions]),
         image_of_question=torch.tensor([local[q["image_index"]] for q in questions]),
         texts=[q["question"] for q in questions], families=[q["family"] for q in questions], types=[q["type"] for q in questions],
-        answer_texts=[q["answer"] for q in questions], target_objects=targets)
+        answer_texts=[q["answer"] for q in questions],
+        heldout_phrasing=[bool(q.get("heldout_phrasing", False)) for q in questions], target_objects=targets)

@@ -59,11 +59,14 @@ def accuracy_report(data: PreparedSplit, predictions: torch.Tensor) -> dict:
         groups["by_answer_type"][answer_type(answer)].append(ok)
         groups["by_family"][family].append(ok)
     player = [ok for ok, family in zip(correct, data.families) if family.startswith("player_")]
+    heldout = [ok for ok, held in zip(correct, data.heldout_phrasing) if held]
     return {
         "accuracy": sum(correct) / max(len(correct), 1),
         "n": len(correct),
         "player_accuracy": sum(player) / max(len(player), 1),
         "player_n": len(player),
+        "heldout_phrasing_accuracy": sum(heldout) / max(len(heldout), 1),
+        "heldout_phrasing_n": len(heldout),
         **{name: {k: {"accuracy": sum(v) / len(v), "n": len(v)} for k, v in sorted(group.items())}
            for name, group in groups.items()},
     }

@@ -25,6 +25,7 @@ from .data import PreparedSplit, WorldTables, prepare_split
 from .evaluate import evaluate
 from .model import CONCEPT_ATTRIBUTES, CONCEPT_SLICES, DETECTION_STRIDE, VQAModel
 from .tokenizer import Vocabulary
+from .world.parser import VOCABULARY as PARSER_WORDS
 
 STATE_FILE = "training_state.pt"
 BOX_JITTER = 0.05   # relative jitter of ground-truth boxes while training, so predicted boxes look familiar
@@ -134,7 +135,10 @@ def train_agent(world: Path | str, out: Path | str, config: AgentConfig, device:
     seed_everything(config.seed)
     tables = WorldTables.load(world)
     train_questions = [q for q in tables.questions if q["split"] == "train"]
-    vocabulary = Vocabulary.build([q["question"] for q in train_questions], [q["answer"] for q in tables.questions])
+    # words of the world's language that training never shows (held-out phrasings, parser-only player
+    # words) are known to exist, so they are read as <unk> rather than refused or "corrected"
+    vocabulary = Vocabulary.build([q["question"] for q in train_questions], [q["answer"] for q in tables.questions],
+                                  world_questions=[q["question"] for q in tables.questions] + sorted(PARSER_WORDS))
     agent = VQAAgent.create(config, vocabulary, device)
     model, device = agent.model, agent.device
     train = prepare_split(tables, "train", config, vocabulary, config.max_train_images, progress)

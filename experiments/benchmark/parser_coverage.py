@@ -35,7 +35,7 @@ def o(*values: str, same: tuple[str, NounPhrase] | None = None, **relations: Nou
 
 def exist(p): return Question("exist", [p])
 def count(p): return Question("count", [p])
-def count_or(a, b): return Question("count_or", [a, b])
+def count_or(a, b, *outer): return Question("count_or", [a, b], outer={VALUE_ATTRIBUTE[v]: v for v in outer})
 def query(attr, p): return Question("query", [p], attr=attr)
 def compare(op, a, b): return Question("compare_count", [a, b], op=op)
 def same_attr(attr, a, b): return Question("compare_attr", [a, b], attr=attr)
@@ -123,14 +123,18 @@ HELD_OUT: list[tuple[str, object]] = [
     ("how many cubes are there in the image", count(CUBE)),
     # count_or
     ("how many things are red or blue", count_or(o("red"), o("blue"))),
+    # CLEVR's convention: a clause after the last noun describes that noun
+    ("are there more cubes than balls left of the cylinder", compare("more", CUBE, o("sphere", left=CYL))),
+    ("how many things are the same color as the cube left of the ball",
+     count(o(same=("color", o("cube", left=BALL))))),
     ("how many red or blue cubes", count_or(o("red", "cube"), o("blue", "cube"))),
-    ("how many cubes are red or blue", count_or(o("red", "cube"), o("blue", "cube"))),
+    ("how many cubes are red or blue", count_or(o("red"), o("blue"), "cube")),
     ("how many cubes or spheres", count_or(CUBE, BALL)),
     ("count the cylinders or balls", count_or(CYL, BALL)),
     ("how many objects are either metal or yellow", count_or(o("metal"), o("yellow"))),
     ("How many things are big cubes or small spheres?", count_or(o("large", "cube"), o("small", "sphere"))),
     ("how many metal or rubber spheres are there", count_or(o("metal", "sphere"), o("rubber", "sphere"))),
-    ("how many spheres are large or shiny", count_or(o("large", "sphere"), o("metal", "sphere"))),
+    ("how many spheres are large or shiny", count_or(o("large"), o("metal"), "sphere")),
     ("what number of blocks or cylinders are in the image", count_or(CUBE, CYL)),
     ("how many gray things or cylinders do you see", count_or(o("gray"), CYL)),
     # compare_count
@@ -393,9 +397,9 @@ OUT_OF_LANGUAGE: list[str] = [
     "are there more cubes or spheres", "is the cube red and left of the ball", "what is the shape of the color of the cube",
     "is the red thing a thing", "how many things are the same color", "what material are the spheres",
     "is the cube or the ball red", "how many red things are blue", "is there a sphere behind the cube that is red",
-    "are there more cubes than balls left of the cylinder", "is the ball to the left or to the right of the cube",
+    "is the ball to the left or to the right of the cube",
     "which is bigger the cube or the ball", "is the cylinder behind the cube made of metal",
-    "how many things are the same color as the cube left of the ball", "are there other cubes",
+    "are there other cubes",
     "are there any red or blue things", "how many things are to the left of the tiny ball or behind it",
     "is the big thing on the left a cube", "is the cube between the balls", "how many cubes are left of both balls",
     "is the ball the only sphere", "is there a second cube",

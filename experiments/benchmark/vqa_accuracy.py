@@ -25,6 +25,8 @@ def benchmark_vqa(agent_name: str, world: Path, progress: bool = True) -> dict:
             "accuracy": test["accuracy"], "by_type": test["by_type"], "by_answer_type": test["by_answer_type"],
             "n": test["n"], "by_family": test["by_family"],
             "player": {"accuracy": test["player_accuracy"], "n": test["player_n"]},
+            # test questions written in phrasings the training split never had (questions.HELDOUT_PHRASINGS)
+            "heldout_phrasing": {"accuracy": test["heldout_phrasing_accuracy"], "n": test["heldout_phrasing_n"]},
             "pool": results["pool"]}
 
 
@@ -33,6 +35,8 @@ def print_report(report: dict) -> None:
     print(f"  test accuracy   {report['accuracy']:.1%}  (n={report['n']})")
     print(f"  pool accuracy   {report['pool']['accuracy']:.1%}  (n={report['pool']['n']})")
     print(f"  player-style    {report['player']['accuracy']:.1%}  (n={report['player']['n']})")
+    held = report["heldout_phrasing"]
+    print(f"  held-out phrasings {held['accuracy']:.1%}  (n={held['n']})")
     for name in ("by_type", "by_answer_type"):
         print("  " + ", ".join(f"{k} {v['accuracy']:.1%}" for k, v in report[name].items()))
 

@@ -17,7 +17,7 @@ from game.settings import RATINGS
 from server.app import create_app
 
 PACE_S = 0.12      # the server refuses more than 10 messages a second per connection (ServerConfig)
-FORMULA = '=HYPERLINK("http://evil.example","click") is there a red cube?'
+FORMULA = '=IF("is there a red cube?","no")'
 
 
 def finish_games(player: Player, questions: int, rating: str = RATINGS[0]) -> None:
@@ -93,7 +93,7 @@ def test_export_survives_anything_already_stored(tiny_agent_dir, agent_world, ti
         events = [json.loads(line, parse_constant=strict) for line in lines]    # strict JSON, every line
         assert any(e.get("answers") == {"strategy": None} for e in events)
     csv_rounds = (tmp_path / "export-csv" / "rounds.csv").read_text(encoding="utf-8")
-    assert ",=HYPERLINK" not in csv_rounds and '"\'=HYPERLINK' in csv_rounds
+    assert ",=IF" not in csv_rounds and '"\'=IF(' in csv_rounds
 
 
 def test_guessing_needs_the_studys_minimum_of_questions(app, connect):

@@ -303,3 +303,13 @@ def test_the_default_agents_shipped_pool_embeddings_are_current(tmp_path):
     agent = VQAAgent.from_pretrained("default", device="cpu")
     fresh = agent.embed_images([np.asarray(Image.open(world / "images" / n).convert("RGB")) for n in pool])
     np.testing.assert_allclose(fresh, embeddings[:4], rtol=1e-4, atol=1e-5)
+
+
+def test_held_out_phrasings_never_reach_the_training_split(tiny_world):
+    questions = load_questions(tiny_world / "questions.json")
+    assert all(q.phrasing for q in questions)
+    train = [q for q in questions if q.split == "train"]
+    assert train and not any(q.heldout_phrasing for q in train)
+    from vqa_agent.world.questions import HELDOUT_PHRASINGS
+    assert not {q.phrasing for q in train} & HELDOUT_PHRASINGS
+    assert all(q.heldout_phrasing == (q.phrasing in HELDOUT_PHRASINGS) for q in questions)

@@ -211,7 +211,8 @@ def test_scenes_round_trip_exactly(tmp_path, seed):
     loaded = clevr_io.load_scenes(tmp_path / "scenes.json")
 
     assert loaded == scenes  # dataclass equality: every float bit for bit, camera and lights included
-    assert json.loads((tmp_path / "scenes.json").read_text())["info"] == {"seed": seed}
+    info = json.loads((tmp_path / "scenes.json").read_text())["info"]
+    assert info == clevr_io.clevr_info([s.split for s in scenes], seed=seed)
 
 
 def test_written_scenes_are_in_clevr_format(tmp_path):

@@ -157,10 +157,12 @@ def test_rejections_say_what_was_not_understood():
 
 def test_a_clause_that_could_describe_either_noun_is_not_guessed():
     for text in ("is there a sphere behind the cube that is red",           # the sphere or the cube?
-                 "is the cylinder behind the cube made of metal",
-                 "are there more cubes than balls left of the cylinder"):   # the balls or both?
+                 "is the cylinder behind the cube made of metal"):
         with pytest.raises(Unparseable):
             parse(text)
+    # CLEVR's convention: a clause after the last of two nouns describes that noun, not both
+    more = parse("are there more cubes than balls left of the cylinder")
+    assert not more.phrases[0].relations and more.phrases[1].relations[0][0] == "left"
     # the generator's convention for relation chains: the clause describes the nearest noun
     nested = parse("what color is the thing left of the cube that is behind the ball")
     assert nested.phrases[0].relations[0][1].relations[0][0] == "behind"

@@ -45,7 +45,7 @@ from .questions import FAMILIES, QuestionGenerator
 from .render import RenderConfig, render, save_mask_png, visible_pixel_counts
 from .scene import SceneConfig, generate_scene
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: CLEVR's 90 families, phrasing ids, held-out phrasings
 POOL_SPLIT = "pool"  # the game's image pool: held out from all training
 ALL_SPLITS = ("train", "val", "test", POOL_SPLIT)
 FAMILY_INDEX = {f.name: i for i, f in enumerate(FAMILIES)}
@@ -140,14 +140,18 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
         _write_png(rendering.image, work_dir / "images" / scene.image_filename)
         save_mask_png(rendering.mask, work_dir / "masks" / scene.image_filename)
         scenes.append(scene)
-        for k, q in enumerate(generator.for_scene(scene, config.questions_per_image, rng)):
+        # whole phrasings are held out of training (questions.HELDOUT_PHRASINGS); val and test keep
+        # them, flagged, so `exag bench vqa` can report how agents do on wordings they never saw
+        for k, q in enumerate(generator.for_scene(scene, config.questions_per_image, rng,
+                                                  allow_heldout=split != "train")):
             # explanations draw from their own stream, so changing them never changes the scenes or questions
             explanation_rng = np.random.default_rng([config.seed, index, k])
             questions.append(clevr_io.QuestionRecord(
                 question_index=-1, image_index=index, image_filename=scene.image_filename, split=split,
                 question=q.question, program=q.program, answer=q.answer, family=q.family, type=q.type,
                 explanations=explain(q.program, scene, explanation_rng, config.explanations_per_question),
-                question_family_index=FAMILY_INDEX[q.family]))
+                question_family_index=FAMILY_INDEX[q.family], phrasing=q.phrasing,
+                heldout_phrasing=q.heldout_phrasing))
     record = {"scenes": clevr_io.scenes_to_json(scenes, {})["scenes"],
               "questions": [clevr_io.question_to_json(q) for q in questions]}
     clevr_io.write_json_atomic(work_dir / "chunks" / f"{chunk:05d}.json", record)
@@ -241,7 +245,9 @@ def _assemble(out: Path, work: Path, config: WorldConfig, chunks: list[int]) -> 
         questions = [q for q in questions if q["split"] in config.splits]
     for i, q in enumerate(questions):
         q["question_index"] = i
-    info = {"name": "ExAG synthetic CLEVR-compatible world", "version": FORMAT_VERSION, "seed": config.seed}
+    # CLEVR's info block (info.split is what CLEVR's question generator reads), with ours on top
+    info = clevr_io.clevr_info((s["split"] for s in scenes), name="ExAG synthetic CLEVR-compatible world",
+                               version=FORMAT_VERSION, seed=config.seed)
     # A forced rebuild replaces the previous world; its manifest goes first so a crash never leaves a
     # manifest describing files that are no longer there.
     (out / "manifest.json").unlink(missing_ok=True)

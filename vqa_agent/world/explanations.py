@@ -476,7 +476,7 @@ def evidence_objects(program: Program, scene: Scene) -> list[int]:
     return sorted(analysis.evidence(len(program) - 1))
 
 
-def explain(program: Program, scene: Scene, rng: np.random.Generator, n: int = 10) -> list[str]:
+def explain(program: Program, scene: Scene, rng: np.random.Generator, n: int = 10, question=None) -> list[str]:
     """Up to n distinct paraphrases of the explanation of the program's answer on the scene; the first
     uses CLEVR's own words and first templates, the rest vary templates and synonyms."""
     if n < 1:

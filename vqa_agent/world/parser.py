@@ -53,6 +53,10 @@ class AttributeCheck:
         return b.nodes
 
 
+class NotAReading(Unparseable):
+    """The words fit a template, but English never means it that way: dropped without a trace."""
+
+
 class _Attached(NounPhrase):
     """An anchor ("... left of the cube that is red") whose clause may describe the noun before it
     instead (the sphere? the cube?). A reading containing one is never graded; see _Parser.one."""
@@ -95,6 +99,8 @@ CONTRACTIONS = {
     "don't": "do not", "doesn't": "does not", "can't": "can not", "cannot": "can not",
 }
 FILLERS = {"please"}  # words that change nothing a question asks
+# "is there anything else that ..." asks what "is there any other thing that ..." asks
+SAME_MEANING = {("anything", "else"): ["any", "other", "thing"], ("something", "else"): ["any", "other", "thing"]}
 SPELLING = {
     "colour": "color", "colours": "colors", "coloured": "colored", "cilinder": "cylinder",
     "cyllinder": "cylinder", "cylindar": "cylinder", "cilinders": "cylinders", "cylindars": "cylinders",
@@ -119,7 +125,11 @@ def normalize(text: str) -> list[str]:
         elif word.replace("'", ""):
             word = word.replace("'", "")
             words += SPELLING.get(word, word).split()
-    return [word for word in words if word not in FILLERS]
+    words = [word for word in words if word not in FILLERS]
+    for i in range(len(words) - 1, 0, -1):
+        if (words[i - 1], words[i]) in SAME_MEANING:
+            words[i - 1:i + 1] = SAME_MEANING[(words[i - 1], words[i])]
+    return words
 
 
 # --- builders: slots -> tree ------------------------------------------------------------------------
@@ -167,26 +177,28 @@ def count_with(s):
     return Question("count", [_restricted(s)])
 
 
-def _last(phrase: NounPhrase) -> NounPhrase:
-    # In "more cubes than balls left of the cylinder" the clause may restrict the balls or both nouns;
-    # the generator only writes plain nouns there, so a clause after the last noun is not guessed.
-    if phrase.relations or phrase.same:
-        raise Unparseable("a clause after the last of two nouns could describe both")
-    return phrase
+def count_there_of(s):
+    # "how many other cubes are there of the same size as the ball"
+    return Question("count", [_other_needs_same(s, _attach(s["set"], s["ofsame"]))])
 
 
 def count_or(s):
     first, second = s["pair"]
-    return Question("count_or", [first, _last(second)])
+    return Question("count_or", [first, second])
 
 
 def count_or_of(s):
+    """"how many large things are either cubes or red spheres": the union filtered by the subject's
+    attributes (CLEVR's program: filter after union)."""
+    subject = s["set"]
+    if subject.relations or subject.same:
+        raise Unparseable("a relation on the subject of 'either ... or ...'")
     first, second = s["predpair"]
-    return Question("count_or", [_attach(s["set"], first), _attach(s["set"], _last(second))])
+    return Question("count_or", [first, second], outer=dict(subject.attrs))
 
 
 def compare_count(op: str):
-    return lambda s: Question("compare_count", [s["set"], _last(s["set2"])], op=op)
+    return lambda s: Question("compare_count", [s["set"], s["set2"]], op=op)
 
 
 def query(attr: str | None = None):
@@ -234,6 +246,11 @@ def is_pred(s):
         attr, anchor = pred.same
         return Question("compare_attr", [subject, anchor], attr=attr)
     if pred.relations:
+        if subject.same is not None:
+            # "is the cube the same size as the ball left of the cylinder" compares the cube with the
+            # ball left of the cylinder (CLEVR); it does not ask where "the cube the same size as the
+            # ball" is
+            raise NotAReading()
         if len(pred.relations) != 1:
             raise Unparseable("one relation at a time: 'is the X left of the Y'")
         relation, anchor = pred.relations[0]
@@ -292,6 +309,7 @@ TEMPLATES: list[tuple[str, Callable]] = [
     ("how many [of the] [{other}] {set} are {pred}", count_with),
     ("what number of [{other}] {set} are {pred}", count_with),
     ("(how many|what number of) [of the] [{other}] {set} {hassame}", count_with),
+    ("(how many|what number of) [{other}] {set} are there {ofsame}", count_there_of),
     # count_or
     ("(how many|what number of) {set} are [either] {predpair}", count_or_of),
     ("(how many|what number of) [either] {pair} " + COUNT_TAIL, count_or),
@@ -315,7 +333,8 @@ TEMPLATES: list[tuple[str, Callable]] = [
     ("[what is] {attrof}", query_of),
     ("[can you|could you] tell me {attrof}", query_of),
     ("[can you|could you] tell me what {attr} {one} is", query()),
-    ("{one} is what {attr}", query()),
+    ("{one} (is|has) what {attr}", query()),
+    ("{one} is made [out] of what material", query("material")),
     ("how (big|large) is {one}", query("size")),
     ("what is {one} made [out] of", query("material")),
     ("what (kind|type|sort) of (thing|object|item) is {one}", query("shape")),
@@ -331,7 +350,7 @@ TEMPLATES: list[tuple[str, Callable]] = [
     ("are {one} and {one2} [of] the same {attr}", compare_attr()),
     ("are {one} and {one2} made [out] of the same material", compare_attr("material")),
     ("is {attrof} (the same as|equal to) {attrof2}", compare_attr_of),
-    ("is {attrof} the same as that of {one2}", compare_attr_of_that),
+    ("is {attrof} the same as [that of] {one2}", compare_attr_of_that),
     # most_common
     ("what is {loc}", most_common("shape")),
     ("what is (there|visible|shown)", most_common("shape")),
@@ -404,12 +423,13 @@ class _Parser:
     """All readings of one normalised word list. Slot methods yield (value, next position) for every
     way a slot can be read at a position; noun phrases are memoised, so backtracking stays cheap."""
 
-    def __init__(self, words: list[str]) -> None:
+    def __init__(self, words: list[str], antecedent: NounPhrase | None = None) -> None:
         self.words = words
+        self.antecedent = antecedent     # what "it" names ("There is a cube; what color is it?")
         self.reached = 0                 # furthest position any reading got to, for the error message
         self.reasons: list[str] = []     # why readings that fit the words were refused
         self._phrases: dict[tuple[int, bool], list] = {}
-        self.slots = {"one": self.one, "set": self.set, "pred": self.pred, "hassame": self.hassame,
+        self.slots = {"one": self.one, "set": self.set, "pred": self.pred, "hassame": self.hassame, "ofsame": self.ofsame,
                       "attr": self.attr, "attrof": self.attrof, "choice": self.choice, "pair": self.pair,
                       "predpair": self.predpair, "loc": self.loc, "picture": self.picture, "other": self.other}
 
@@ -444,6 +464,8 @@ class _Parser:
                     continue
                 try:
                     tree = build(slots)
+                except NotAReading:
+                    continue
                 except Unparseable as refused:
                     self.reasons.append(str(refused))
                     continue
@@ -518,18 +540,22 @@ class _Parser:
     #
     # Which object a trailing clause describes is ambiguous in English: in "a sphere behind the cube
     # that is red", is the sphere red, or the cube? The generator follows CLEVR's one convention: a
-    # relation clause after a relation's anchor describes the anchor ("the cube left of the sphere
-    # that is behind the cylinder": the sphere is behind the cylinder). Any other clause on an anchor
-    # (of a relation, or of "the same color as") could belong to either noun, so such an anchor is
-    # marked _Attached and a reading containing it is not graded.
+    # relation clause after an anchor (of a relation, or of "the same color as") describes the anchor
+    # ("the cube left of the sphere that is behind the cylinder": the sphere is behind the cylinder;
+    # "is the cube the same size as the ball left of the cylinder": the ball is left of it). Any other
+    # clause on an anchor could belong to either noun, so such an anchor is marked _Attached and a
+    # reading containing it is not graded.
 
     def one(self, i, anchor_of: str | None = None):
         """A phrase naming one object: singular, "the" optional. anchor_of: "relation" or "same" when
         the phrase is the anchor of one (see above)."""
+        if self.antecedent is not None and self.at(i, IT) is not None:
+            yield self.antecedent, i + 1
+            return
         for phrase, plural, j, clause in self.noun_phrase(i, True):
             if plural:
                 continue
-            if clause and not (anchor_of is None or (anchor_of == "relation" and clause == "relations")):
+            if clause and not (anchor_of is None or (anchor_of in ("relation", "same") and clause == "relations")):
                 phrase = _Attached(phrase.attrs, phrase.relations, phrase.same)
             yield phrase, j
 
@@ -654,6 +680,11 @@ class _Parser:
                         for anchor, end in self.one(n, anchor_of="same"):
                             yield NounPhrase(same=(attr, anchor)), end
 
+    def ofsame(self, i):
+        """"of the same color as the cube"."""
+        for _, j in self.any_of(i, ("of",)):
+            yield from self.same(j, bare=False)
+
     def hassame(self, i):
         """"have the same color as the cube" (after a plural subject)."""
         for _, j in self.any_of(i, ("have", "has", "share", "shares")):
@@ -716,26 +747,69 @@ class _Parser:
         return f"not understood from {' '.join(self.words[self.reached:])!r}" + (f" (after {done!r})" if done else "")
 
 
-def parse(text: str) -> Question | AttributeCheck:
-    """The question tree of `text`; raises Unparseable when the text is outside the language or has two
-    readings with different programs."""
-    words = normalize(text)
+# "There is a red cube [that is] left of the ball; what is its size?": the first clause introduces
+# what "it" names in the second (CLEVR's coreference form). Players may end the first clause with a
+# comma or a full stop instead of a semicolon.
+_INTRODUCED = re.compile(r"^\s*there\s+is\s+(?P<intro>[^;:,.?!]+?)\s*[;:,.]\s*(?P<rest>.+)$", re.IGNORECASE | re.DOTALL)
+IT = "<it>"  # "it", and "its" as "<it> 's", once an antecedent is known
+
+
+def _check_words(words: list[str], allowed: set[str] = frozenset()) -> None:
     if not words:
         raise Unparseable("empty question")
     if len(words) > MAX_WORDS:
         raise Unparseable(f"longer than {MAX_WORDS} words")
-    unknown = [w for w in words if w not in VOCABULARY]
+    unknown = [w for w in words if w not in VOCABULARY and w not in allowed]
+    if {"it", "its"} & set(unknown):
+        raise Unparseable("'it' names nothing: say what it is first ('There is a red cube; what is its size?')")
     if unknown:
         raise Unparseable(f"unknown word{'s' if len(unknown) > 1 else ''}: {', '.join(dict.fromkeys(unknown))}")
+
+
+def _antecedents(intro: str) -> list[NounPhrase]:
+    """Every reading of the one object "There is <intro>" introduces: "a red cube left of the ball",
+    "another cube that is the same size as the ball"."""
+    words = normalize(intro)
+    _check_words(words)
+    start = 1 if words[0] in ("a", "an") else 0
     parser = _Parser(words)
-    readings: dict[str, Question | AttributeCheck] = {}
+    return [phrase for phrase, end in parser.one(start)
+            if end == len(words) and not isinstance(phrase, _Attached)
+            and (start == 1 or words[0] == "another")]
+
+
+def _readings(words: list[str], antecedent: NounPhrase | None, readings: dict, reasons: list[str]) -> _Parser:
+    parser = _Parser(words, antecedent)
     for tree in parser.readings():
         readings.setdefault(program_key(tree.program()), tree)
+    reasons += parser.reasons
+    return parser
+
+
+def parse(text: str) -> Question | AttributeCheck:
+    """The question tree of `text`; raises Unparseable when the text is outside the language or has two
+    readings with different programs."""
+    readings: dict[str, Question | AttributeCheck] = {}
+    reasons: list[str] = []
+    introduced = _INTRODUCED.match(text) if isinstance(text, str) else None
+    rest = normalize(introduced.group("rest")) if introduced else []
+    if introduced and {"it", "its"} & set(rest):
+        antecedents = _antecedents(introduced.group("intro"))
+        words = [w for word in rest for w in ({"it": [IT], "its": [IT, "'s"]}.get(word, [word]))]
+        _check_words(words, {IT})
+        if not antecedents:
+            raise Unparseable(f"not understood what 'it' is: {introduced.group('intro')!r}")
+        for antecedent in antecedents:
+            parser = _readings(words, antecedent, readings, reasons)
+    else:
+        words = normalize(text)
+        _check_words(words)
+        parser = _readings(words, None, readings, reasons)
     if not readings:
-        raise Unparseable(parser.failure())
-    if parser.reasons:
+        raise Unparseable(reasons[0] if reasons else parser.failure())
+    if reasons:
         # another reading fits the words but cannot be graded: the player may have meant that one
-        raise Unparseable(f"ambiguous: one reading cannot be graded ({parser.reasons[0]})")
+        raise Unparseable(f"ambiguous: one reading cannot be graded ({reasons[0]})")
     if len(readings) > 1:
         raise Unparseable(f"ambiguous: {len(readings)} different readings")
     return next(iter(readings.values()))
