@@ -109,6 +109,7 @@ def _ask(args: argparse.Namespace) -> int:
         print(json.dumps({
             "question": out.question, "answer": out.answer, "probability": round(out.probability, 4),
             "top_k": [[a, round(p, 4)] for a, p in out.top_k], "unknown_words": out.unknown_words,
+            "outside_words": out.outside_words, "refusal": out.refusal,
             "spatial_attention": out.spatial_attention.round(4).tolist(),
             "proposals": [{"box": [round(v, 1) for v in p.box], "score": round(p.score, 3),
                            "attention": round(p.attention, 4), "mask_pixels": int(p.mask.sum()),

@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from .config import AgentConfig
 from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, VQAModel
 from .symbolic import PerceivedScene, answer_symbolically, perceive
-from .tokenizer import Vocabulary
+from .tokenizer import QuestionError, Vocabulary
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
 DEFAULT_AGENT = "medium"                                 # what "default" means
@@ -108,6 +108,10 @@ class AgentOutput:
     question_embedding: np.ndarray
     unknown_words: list[str] = field(default_factory=list)
     answered_by: str = "classifier"           # or "program" (symbolic agents, parsed questions)
+    # Words naming nothing in the agent's world ("dog"): the answer is then no answer at all, and
+    # `refusal` says why. The game refuses such questions before they reach the agent (Vocabulary.check).
+    outside_words: list[str] = field(default_factory=list)
+    refusal: str | None = None
 
 
 def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -265,14 +269,25 @@ class VQAAgent:
                     [(a, p * (1 - symbolic.probability)) for a, p in top_k if a != symbolic.answer][: self.config.top_k - 1]
                 attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
                              for k in range(len(image.proposals))]
+            refusal = self._refusal(question_text)
             outputs.append(AgentOutput(
-                question=question_text, answer=top_k[0][0], probability=top_k[0][1], top_k=top_k,
+                question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
                 proposals=[replace(p, attention=attention[k]) for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
                 unknown_words=self.vocabulary.unknown_words(question_text),
-                answered_by="program" if symbolic is not None else "classifier"))
+                answered_by="program" if symbolic is not None else "classifier",
+                outside_words=self.vocabulary.outside_words(question_text) if refusal else [],
+                refusal=refusal))
         return outputs
+
+    def _refusal(self, question: str) -> str | None:
+        """Why a question gets no confident answer (a word outside the world, another script), or None."""
+        try:
+            self.vocabulary.check(question)
+        except QuestionError as error:
+            return str(error)
+        return None
 
 
 @dataclass

@@ -248,12 +248,15 @@ class VQAModel(nn.Module):
 
     def encode_questions(self, ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """ids [Q, L] (0-padded), lengths [Q] -> question vector [Q, h], word vectors [Q, L, h], mask."""
-        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(ids), lengths.cpu(), batch_first=True,
-                                                   enforce_sorted=False)
-        words, (last, _) = self.lstm(packed)
-        words, _ = nn.utils.rnn.pad_packed_sequence(words, batch_first=True, total_length=ids.shape[1])
-        mask = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0) < lengths.unsqueeze(1).to(ids.device)
-        return last[-1], words, mask
+        # One pass over the padded batch: the LSTM runs forward only, so a word's state never sees the
+        # padding after it, and the question vector is the state at each question's last word. (Packed
+        # sequences give the same numbers, but their backward pass on CPU costs ~5x more for CLEVR's
+        # 40-word questions.)
+        words, _ = self.lstm(self.embedding(ids))
+        lengths = lengths.to(ids.device)
+        mask = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0) < lengths.unsqueeze(1)
+        last = words[torch.arange(ids.shape[0], device=ids.device), (lengths - 1).clamp(min=0)]
+        return last, words * mask.unsqueeze(-1), mask
 
     # --- reasoning --------------------------------------------------------------------------------
 

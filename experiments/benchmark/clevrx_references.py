@@ -1,7 +1,8 @@
 """Our reference explanations against CLEVR-X's own, on the same CLEVR-phrased questions.
 
     python -m experiments.benchmark.clevrx_references --scenes SCENES.json --questions QUESTIONS.json \
-        [--clevrx DIR] [--clevrx-pythonpath DIR] [--max-items N] [--json OUT]
+        --clevrx DIR [--clevrx-pythonpath DIR] [--clevrx-output FILE] [--by-family] [--max-items N] \
+        [--json OUT]
 
 NLE metrics mean what CLEVR-X's mean only if our references are written the way CLEVR-X writes its
 own. This measures how close they are: CLEVR-X's public explanation generator is run (as a separate
@@ -15,20 +16,26 @@ tokenizer, BLEU-4, METEOR, ROUGE-L, CIDEr-D, in percent as CLEVR-X reports them)
 - ours without the question: the same with explain(..., question=None) (CLEVR's first synonyms).
 - CLEVR-X vs ours: one of CLEVR-X's explanations as the candidate, all of ours as references (what a
   model trained on CLEVR-X would score against our references).
-- CLEVR-X vs CLEVR-X: one of its explanations against its others (items with at least two): the
-  ceiling of agreement in one style.
+- CLEVR-X vs CLEVR-X: one of its explanations against its others (items with at least two): how
+  well one of its own references agrees with the rest.
 - random other item: a CLEVR-X explanation of a random other question as the candidate (CLEVR-X's
   "random explanations" baseline, 16.6 METEOR / 30.4 CIDEr on its own data).
 
+Only questions whose program gives CLEVR's answer on our scene are scored (the report counts the rest).
+
 Questions about our scenes in CLEVR's own phrasing come from CLEVR's public question generator
-(facebookresearch/clevr-dataset-gen, question_generation/generate_questions.py; python3, no packages):
+(facebookresearch/clevr-dataset-gen, question_generation/generate_questions.py; python3, no packages;
+the scenes file needs `info.split`):
 
     python generate_questions.py --input_scene_file SCENES.json --output_questions_file QUESTIONS.json
 
-CLEVR-X (ExplainableML/CLEVR-X) needs treelib, num2words, pandas and tqdm; the first two are small
-pure-Python packages that can live in their own folder (`pip install --target DIR treelib==1.6.1
-num2words`, then --clevrx-pythonpath DIR). --clevrx is the repository's folder, or a bare git copy of
-it. Without it (or its packages) the benchmark says so and exits without scores.
+CLEVR-X (ExplainableML/CLEVR-X; --clevrx is its repository or a bare git copy) needs treelib, num2words
+and more-itertools beside pandas and tqdm (which the project has): small pure-Python packages that can
+live in a folder of their own (`pip install --target DIR treelib==1.6.1 num2words more-itertools`, then
+--clevrx-pythonpath DIR). Two facts of CLEVR-X this script bridges: it finds a question's template by
+an index over all 90 templates in its own file order (CLEVR's generator writes the index within each
+template file), and it reads program steps only under "function" (CLEVR's generator writes "type").
+Without CLEVR-X or its packages the benchmark says so and exits without scores.
 """
 from __future__ import annotations
 
@@ -51,7 +58,6 @@ from vqa_agent.world.clevr_io import scenes_from_json
 from vqa_agent.world.explanations import explain
 from vqa_agent.world.programs import IllPosed, ProgramError, execute, program_from_json
 
-DEFAULT_CLEVRX = Path("/work/.mirror/ExplainableML+CLEVR-X/repo")
 CLEVRX_PACKAGES = ("treelib", "num2words", "more_itertools", "pandas", "tqdm")
 EXPLANATIONS_PER_QUESTION = 10   # as many as CLEVR-X draws (it keeps the distinct ones)
 ISSUE_FIGURES = {"ours_vs_clevrx": {"meteor": 40.3, "cider": 214.0}}   # issue 13, before this change
@@ -64,8 +70,10 @@ class Skip(Exception):
 
 # --- running CLEVR-X ------------------------------------------------------------------------------
 
-def clevrx_folder(source: Path, scratch: Path) -> Path:
+def clevrx_folder(source: Path | None, scratch: Path) -> Path:
     """CLEVR-X's question_generation folder: in `source` itself, or exported from a bare git copy."""
+    if source is None:
+        raise Skip("CLEVR-X's location was not given (--clevrx DIR: its repository or a bare git copy)")
     if (source / "question_generation" / "generate_explanations.py").is_file():
         return source / "question_generation"
     if (source / "HEAD").is_file() and (source / "objects").is_dir():   # a bare repository
@@ -78,7 +86,7 @@ def clevrx_folder(source: Path, scratch: Path) -> Path:
 
 
 def check_packages(python: str, pythonpath: str | None) -> dict:
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONHASHSEED="0")   # CLEVR-X dedupes through a set: fix its order
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     probe = ("import importlib.util as u, sys; missing = [p for p in sys.argv[1:] if u.find_spec(p) is None]; "
@@ -106,21 +114,29 @@ def family_offsets(folder: Path) -> dict[str, int]:
     return offsets
 
 
+def clevrx_template(question: dict, offsets: dict[str, int]) -> int:
+    """The index CLEVR-X finds the question's template by. CLEVR's released files number the 90
+    templates in CLEVR-X's order already; its public generator numbers them within each template file
+    (and says which file); our world's own families are not CLEVR's templates at all."""
+    if "template_filename" in question:
+        return offsets[question["template_filename"]] + question["question_family_index"]
+    if "family" in question:
+        raise Skip("these are the world's own questions: CLEVR-X explains only questions written from CLEVR's "
+                   "templates (run CLEVR's generate_questions.py on the scenes file)")
+    return question["question_family_index"]
+
+
 def run_clevrx(folder: Path, scenes_path: Path, questions: list[dict], env: dict, scratch: Path,
                seed: int) -> dict[int, list[str]]:
     """CLEVR-X's explanations of each question, by question_index (questions it skips are absent)."""
     offsets = family_offsets(folder)
     renumbered = []
     for q in questions:
-        if q.get("template_filename") not in offsets:
-            raise ValueError(f"question {q.get('question_index')} has no CLEVR template_filename "
-                             "(CLEVR-X explains only questions from CLEVR's templates)")
         # CLEVR's released files name program steps "function"/"value_inputs"; its generator still
         # writes "type" for the functions, which CLEVR-X does not read
         program = [{"function": n.get("function", n.get("type")), "inputs": n["inputs"],
                     "value_inputs": n.get("value_inputs", n.get("side_inputs", []))} for n in q["program"]]
-        renumbered.append({**q, "program": program,
-                           "question_family_index": offsets[q["template_filename"]] + q["question_family_index"]})
+        renumbered.append({**q, "program": program, "question_family_index": clevrx_template(q, offsets)})
     questions_path, output_path = scratch / "questions.json", scratch / "explanations.json"
     questions_path.write_text(json.dumps({"info": {}, "questions": renumbered}))
     command = [sys.executable, "generate_explanations.py",
@@ -172,39 +188,36 @@ def score(candidates: list[str], references: list[list[str]]) -> dict:
 
 def compare(questions: list[dict], ours: dict, ours_plain: dict, theirs: dict, seed: int,
             by_family: bool) -> dict:
-    items = [q for q in questions if q["question_index"] in ours and theirs.get(q["question_index"])]
+    """The score rows of the module's docstring, on the questions both sides explained."""
+    items = [q["question_index"] for q in questions if q["question_index"] in ours and theirs.get(q["question_index"])]
     rng = random.Random(seed)
-    rows = {}
-    rows["ours_vs_clevrx"] = score([ours[q["question_index"]][0] for q in items],
-                                   [theirs[q["question_index"]] for q in items])
-    plain = [q for q in items if q["question_index"] in ours_plain]
-    rows["ours_without_question_vs_clevrx"] = score([ours_plain[q["question_index"]][0] for q in plain],
-                                                    [theirs[q["question_index"]] for q in plain])
-    rows["clevrx_vs_ours"] = score([theirs[q["question_index"]][0] for q in items],
-                                   [ours[q["question_index"]] for q in items])
-    several = [q for q in items if len(theirs[q["question_index"]]) > 1]
+    rows = {
+        "ours_vs_clevrx": score([ours[i][0] for i in items], [theirs[i] for i in items]),
+        "ours_without_question_vs_clevrx": score([ours_plain[i][0] for i in items], [theirs[i] for i in items]),
+        "clevrx_vs_ours": score([theirs[i][0] for i in items], [ours[i] for i in items]),
+    }
+    several = [i for i in items if len(theirs[i]) > 1]
     if several:
-        rows["clevrx_vs_clevrx"] = score([theirs[q["question_index"]][0] for q in several],
-                                         [theirs[q["question_index"]][1:] for q in several])
-    others = [items[rng.randrange(len(items))] for _ in items]
-    others = [o if o is not q else items[(items.index(q) + 1) % len(items)] for q, o in zip(items, others)]
-    rows["random_other_item"] = score([rng.choice(theirs[o["question_index"]]) for o in others],
-                                      [theirs[q["question_index"]] for q in items])
+        rows["clevrx_vs_clevrx"] = score([theirs[i][0] for i in several], [theirs[i][1:] for i in several])
+    others = [(k + 1 + rng.randrange(len(items) - 1)) % len(items) if len(items) > 1 else k for k in range(len(items))]
+    rows["random_other_item"] = score([rng.choice(theirs[items[o]]) for o in others], [theirs[i] for i in items])
     report = {"rows": rows}
+    by_question = {q["question_index"]: q for q in questions}
     if by_family:
         families = defaultdict(list)
-        for q in items:
-            families[q["template_filename"].removesuffix(".json")].append(q)
-        report["ours_vs_clevrx_by_family"] = {
-            name: score([ours[q["question_index"]][0] for q in group], [theirs[q["question_index"]] for q in group])
-            for name, group in sorted(families.items())}
-    report["examples"] = [{"question": q["question"], "answer": q["answer"], "ours": ours[q["question_index"]][:3],
-                           "clevrx": theirs[q["question_index"]][:3]}
-                          for q in rng.sample(items, min(12, len(items)))]
+        for i in items:
+            question = by_question[i]
+            families[question.get("template_filename", str(question["question_family_index"]))
+                     .removesuffix(".json")].append(i)
+        report["ours_vs_clevrx_by_family"] = {name: score([ours[i][0] for i in group], [theirs[i] for i in group])
+                                              for name, group in sorted(families.items())}
+    report["examples"] = [{"question": by_question[i]["question"], "answer": clevr_answer(by_question[i]["answer"]),
+                           "ours": ours[i][:3], "clevrx": theirs[i][:3]}
+                          for i in rng.sample(items, min(12, len(items)))]
     return report
 
 
-def benchmark(scenes_path: Path, questions_path: Path, clevrx: Path, pythonpath: str | None,
+def benchmark(scenes_path: Path, questions_path: Path, clevrx: Path | None, pythonpath: str | None,
               max_items: int | None, seed: int, by_family: bool, saved: Path | None = None) -> dict:
     start = time.time()
     scene_data = json.loads(scenes_path.read_text())
@@ -219,7 +232,8 @@ def benchmark(scenes_path: Path, questions_path: Path, clevrx: Path, pythonpath:
             theirs = run_clevrx(folder, scenes_path, questions, env, Path(scratch), seed)
         if saved:
             write_report(saved, theirs)
-    theirs = {i: texts for i, texts in theirs.items() if i in {q["question_index"] for q in questions}}
+    asked = {q["question_index"] for q in questions}
+    theirs = {i: texts for i, texts in theirs.items() if i in asked}
     clevrx_seconds = time.time() - start
     ours, problems = our_explanations(questions, scenes, seed, with_question=True)
     ours_plain, _ = our_explanations(questions, scenes, seed, with_question=False)
@@ -251,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenes", type=Path, required=True, help="CLEVR-format scenes file")
     parser.add_argument("--questions", type=Path, required=True, help="questions from CLEVR's generator")
-    parser.add_argument("--clevrx", type=Path, default=DEFAULT_CLEVRX, help="CLEVR-X repository (or bare git copy)")
+    parser.add_argument("--clevrx", type=Path, help="CLEVR-X's repository, or a bare git copy of it")
     parser.add_argument("--clevrx-pythonpath", help="folder holding treelib and num2words for CLEVR-X")
     parser.add_argument("--max-items", type=int, default=None, help="only the first N questions")
     parser.add_argument("--seed", type=int, default=43, help="CLEVR-X's seed (43 made its release) and ours")

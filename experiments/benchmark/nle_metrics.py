@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import io
 import random
+import re
 import time
 from pathlib import Path
 from typing import Sequence
@@ -37,6 +38,9 @@ from explainers.base import ExplanationRequest
 from explainers.nle import NLEExplainer
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
+from vqa_agent.world.explanations import NUMBER_WORDS
+from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS
+from vqa_agent.world.scene import ATTRIBUTES
 from experiments.benchmark import write_report
 
 AGENT_BATCH = 256            # questions answered per agent call (about 25 images)
@@ -106,6 +110,26 @@ def nlg_scores(candidates: Sequence[str], references: Sequence[Sequence[str]], b
 
 def _words(text: str) -> str:
     return " ".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split())
+
+
+_ANSWER_WORDS = {value: {value, *ADJECTIVES.get(value, []), *NOUNS.get(value, []),
+                         *(PLURALS[w] for w in NOUNS.get(value, []))}
+                 for value in [v for values in ATTRIBUTES.values() for v in values]}
+_ANSWER_WORDS |= {str(n): {str(n), word} for n, word in enumerate(NUMBER_WORDS)}
+
+
+def contradicts_answer(answer: str, program_end: str, explanation: str) -> bool | None:
+    """Does the explanation say something other than the answer it explains? None when this check cannot
+    tell (yes/no comparisons state facts whose verdict is the reader's to draw). A count's number (or
+    "no" for 0) and a queried value (in any of its words) must be said; an existence question's "no" must
+    say there is none, its "yes" must not."""
+    words = set(re.findall(r"[a-z0-9]+", explanation.lower()))
+    if answer in _ANSWER_WORDS:
+        return not (words & _ANSWER_WORDS[answer])
+    if program_end == "exist" and answer in ("yes", "no"):
+        says_none = bool(re.search(r"\b(there (is|are) no|no \w+ (is|are)|nothing)\b", explanation.lower()))
+        return says_none != (answer == "no")
+    return None
 
 
 def random_other(items: list[dict], item: dict, rng: random.Random) -> dict:
@@ -178,6 +202,10 @@ def benchmark_nle(agent_name: str, world: Path, model: str | None = None, max_it
         entry["exact_match"] += _words(text) in {_words(r) for r in q["explanations"]}
     for entry in by_type.values():
         entry["exact_match"] = 100 * entry["exact_match"] / entry["n"]
+    verdicts = [(q, text, contradicts_answer(q["answer"], q["program"][-1]["function"], text))
+                for q, text in zip(correct, explanations)]
+    checked = [(q, text) for q, text, verdict in verdicts if verdict is not None]
+    contradicting = [(q, text) for q, text, verdict in verdicts if verdict]
     return {
         "agent": str(agent_name), "world": str(world), "nle_model": str(explainer.path), "split": "test",
         "items": len(test), "correct": len(correct), "max_items": max_items,
@@ -199,6 +227,11 @@ def benchmark_nle(agent_name: str, world: Path, model: str | None = None, max_it
         "spice": "not computed: SPICE needs the Stanford CoreNLP models, which cannot be downloaded here",
         "clevr_x_reference": CLEVR_X,
         "by_type": dict(sorted(by_type.items())),
+        # explanations that say another answer than the one they explain (counts, queried values and
+        # existence: see contradicts_answer); comparisons' yes/no cannot be checked this way
+        "contradictions": {"n": len(contradicting), "checked": len(checked),
+                           "examples": [{"question": q["question"], "answer": q["answer"], "explanation": text}
+                                        for q, text in contradicting[:10]]},
         "latency": explanation_latency(explainer, latency_requests, explain_seconds / len(correct)),
         "threads": torch.get_num_threads(),
         "examples": [{"question": q["question"], "answer": q["answer"], "explanation": text,
@@ -236,6 +269,8 @@ def print_report(report: dict) -> None:
     best = report["clevr_x_reference"]["best"]
     print("  " + f"{'CLEVR-X best':16}" + "".join(f"{best[k]:10.1f}" if k in best else f"{'':10}" for _, k in columns))
     print(f"  SPICE {report['spice']}")
+    contradictions = report["contradictions"]
+    print(f"  explanations contradicting their answer: {contradictions['n']} of {contradictions['checked']} checkable")
     latency = report["latency"]
     print(f"  latency: one request p50 {latency['single_p50_ms']:.1f} ms, p95 {latency['single_p95_ms']:.1f} ms; "
           f"batched {latency['batched_mean_ms']:.2f} ms per explanation ({report['threads']} threads)")

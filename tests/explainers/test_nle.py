@@ -124,3 +124,17 @@ def test_bench_nle_writes_scores_beside_the_random_baseline(tiny_agent_dir, tiny
                                     "s_t", "s_o"}
     assert report["nle"]["s_o"] == pytest.approx(report["nle"]["s_t"] * report["nle"]["s_e"] / 100)
     assert "SPICE" in report["spice"] and report["latency"]["single_p50_ms"] > 0
+
+
+def test_an_explanation_that_says_another_answer_is_counted_as_a_contradiction():
+    from experiments.benchmark.nle_metrics import contradicts_answer
+    assert contradicts_answer("2", "count", "There are three red cubes.")
+    assert not contradicts_answer("2", "count", "There are two red cubes.")
+    assert not contradicts_answer("0", "count", "There is no red cube.")
+    assert contradicts_answer("sphere", "query_shape", "The red thing is a cube.")
+    assert not contradicts_answer("sphere", "query_shape", "The red thing is a ball.")
+    assert not contradicts_answer("metal", "query_material", "The ball is shiny.")
+    assert contradicts_answer("yes", "exist", "There is no red cube.")
+    assert not contradicts_answer("no", "exist", "There is no red cube.")
+    assert contradicts_answer("no", "exist", "There is a red cube left of the ball.")
+    assert contradicts_answer("yes", "equal_color", "The cube is red and the ball is blue.") is None

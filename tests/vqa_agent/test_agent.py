@@ -117,6 +117,15 @@ def test_odd_questions_are_normalized(agent, agent_world, val_scenes, question):
 def test_unknown_words_are_reported(agent, agent_world, val_scenes):
     out = agent.answer([image_of(agent_world, val_scenes[0])], ["is ther a red cueb"])[0]
     assert "ther" in out.unknown_words and "cueb" in out.unknown_words
+    assert out.refusal is None and out.outside_words == []  # typos are read, not refused
+
+
+def test_a_question_about_something_outside_the_world_gets_no_confident_answer(agent, agent_world, val_scenes):
+    image = image_of(agent_world, val_scenes[0])
+    dog, cube = agent.answer([image, image], ["is there a dog?", "Please, is there a CUBE?"])
+    assert dog.outside_words == ["dog"] and dog.probability == 0.0
+    assert "'dog'" in dog.refusal and "cubes, spheres and cylinders" in dog.refusal
+    assert cube.refusal is None and cube.probability > 0
 
 
 @pytest.mark.parametrize("image", [

@@ -145,17 +145,55 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
         for k, q in enumerate(generator.for_scene(scene, config.questions_per_image, rng,
                                                   allow_heldout=split != "train")):
             # explanations draw from their own stream, so changing them never changes the scenes or questions
-            explanation_rng = np.random.default_rng([config.seed, index, k])
             questions.append(clevr_io.QuestionRecord(
                 question_index=-1, image_index=index, image_filename=scene.image_filename, split=split,
                 question=q.question, program=q.program, answer=q.answer, family=q.family, type=q.type,
-                explanations=explain(q.program, scene, explanation_rng, config.explanations_per_question),
+                explanations=_explanations(config, scene, index, k, q.program, q.question),
                 question_family_index=FAMILY_INDEX[q.family], phrasing=q.phrasing,
                 heldout_phrasing=q.heldout_phrasing))
     record = {"scenes": clevr_io.scenes_to_json(scenes, {})["scenes"],
               "questions": [clevr_io.question_to_json(q) for q in questions]}
     clevr_io.write_json_atomic(work_dir / "chunks" / f"{chunk:05d}.json", record)
     return record
+
+
+def _explanations(config: WorldConfig, scene, index: int, k: int, program, question: str) -> list[str]:
+    # explanations draw from their own stream (the image's k-th question), so changing them never
+    # changes the scenes or questions, and rewrite_explanations gives what a new build would
+    rng = np.random.default_rng([config.seed, index, k])
+    return explain(program, scene, rng, config.explanations_per_question, question=question)
+
+
+def rewrite_explanations(world: Path | str, progress: bool = True) -> None:
+    """Writes the reference explanations of a built world's questions again, as a new build of the same
+    settings would write them: for a change of explanations.py without rendering or questioning anew."""
+    world = Path(world)
+    config = WorldConfig(**{k: v for k, v in json.loads((world / "manifest.json").read_text())["settings"].items()
+                            if k != "format_version"})
+    scenes = {s.index: s for s in clevr_io.load_scenes(world / "scenes.json")}
+    data = json.loads((world / "questions.json").read_text())
+    seen: Counter = Counter()
+    for q in tqdm(data["questions"], desc="explaining", unit="q", disable=not progress):
+        index = q["image_index"]
+        program = clevr_io.question_from_json(q).program
+        q["explanations"] = _explanations(config, scenes[index], index, seen[index], program, q["question"])
+        seen[index] += 1
+    clevr_io.write_json_atomic(world / "questions.json", data)
+
+
+def derive_world(full: Path | str, out: Path | str, splits: tuple[str, ...] = ("val", "pool")) -> Path:
+    """The world of `splits` (the game world by default) from a built full world of the same settings, in
+    seconds: the same JSON a build of those splits writes; images are rendered on demand (ensure_rendered)."""
+    full, out = Path(full), Path(out)
+    settings = json.loads((full / "manifest.json").read_text())["settings"]
+    config = WorldConfig(**{**{k: v for k, v in settings.items() if k != "format_version"}, "splits": tuple(splits)})
+    scenes = [s for s in json.loads((full / "scenes.json").read_text())["scenes"] if s["split"] in splits]
+    questions = [q for q in json.loads((full / "questions.json").read_text())["questions"] if q["split"] in splits]
+    out.mkdir(parents=True, exist_ok=True)
+    for sub in ("images", "masks"):
+        (out / sub).mkdir(exist_ok=True)
+    _write_world_json(out, config, scenes, questions)
+    return out
 
 
 def _build_chunk_star(args):
@@ -243,11 +281,6 @@ def _assemble(out: Path, work: Path, config: WorldConfig, chunks: list[int]) -> 
                 (work / sub / name).unlink(missing_ok=True)
         scenes = [s for s in scenes if s["split"] in config.splits]
         questions = [q for q in questions if q["split"] in config.splits]
-    for i, q in enumerate(questions):
-        q["question_index"] = i
-    # CLEVR's info block (info.split is what CLEVR's question generator reads), with ours on top
-    info = clevr_io.clevr_info((s["split"] for s in scenes), name="ExAG synthetic CLEVR-compatible world",
-                               version=FORMAT_VERSION, seed=config.seed)
     # A forced rebuild replaces the previous world; its manifest goes first so a crash never leaves a
     # manifest describing files that are no longer there.
     (out / "manifest.json").unlink(missing_ok=True)
@@ -255,10 +288,21 @@ def _assemble(out: Path, work: Path, config: WorldConfig, chunks: list[int]) -> 
         if (out / sub).exists():
             shutil.rmtree(out / sub)
         os.replace(work / sub, out / sub)
+    _write_world_json(out, config, scenes, questions)
+    shutil.rmtree(work)
+
+
+def _write_world_json(out: Path, config: WorldConfig, scenes: list[dict], questions: list[dict]) -> None:
+    """scenes.json, questions.json (numbered in order) and, last, manifest.json."""
+    (out / "manifest.json").unlink(missing_ok=True)
+    for i, q in enumerate(questions):
+        q["question_index"] = i
+    # CLEVR's info block (info.split is what CLEVR's question generator reads), with ours on top
+    info = clevr_io.clevr_info((s["split"] for s in scenes), name="ExAG synthetic CLEVR-compatible world",
+                               version=FORMAT_VERSION, seed=config.seed)
     clevr_io.write_json_atomic(out / "scenes.json", {"info": info, "scenes": scenes})
     clevr_io.write_json_atomic(out / "questions.json", {"info": info, "questions": questions})
     clevr_io.write_json_atomic(out / "manifest.json", manifest(config, scenes, questions))
-    shutil.rmtree(work)
 
 
 def manifest(config: WorldConfig, scenes: list[dict], questions: list[dict]) -> dict:
@@ -502,10 +546,15 @@ def write_shipped_pool_embeddings(world: Path | str, agent_name: str, source: Pa
     return path
 
 
-if __name__ == "__main__":   # python -m vqa_agent.world.build ship WORLD SOURCE [AGENT]
-    if len(sys.argv) >= 4 and sys.argv[1] == "ship":
+if __name__ == "__main__":   # python -m vqa_agent.world.build ship WORLD SOURCE [AGENT] | explain WORLD | derive FULL OUT
+    if len(sys.argv) == 3 and sys.argv[1] == "explain":
+        rewrite_explanations(Path(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "derive":
+        print(derive_world(Path(sys.argv[2]), Path(sys.argv[3])))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "ship":
         write_source(Path(sys.argv[2]), Path(sys.argv[3]))
         if len(sys.argv) > 4:
             print(write_shipped_pool_embeddings(Path(sys.argv[2]), sys.argv[4], Path(sys.argv[3])))
     else:
-        raise SystemExit("usage: python -m vqa_agent.world.build ship WORLD SOURCE [AGENT]")
+        raise SystemExit("usage: python -m vqa_agent.world.build ship WORLD SOURCE [AGENT] | explain WORLD | "
+                         "derive FULL_WORLD OUT")
