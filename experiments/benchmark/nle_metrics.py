@@ -112,22 +112,44 @@ def _words(text: str) -> str:
     return " ".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split())
 
 
-_ANSWER_WORDS = {value: {value, *ADJECTIVES.get(value, []), *NOUNS.get(value, []),
-                         *(PLURALS[w] for w in NOUNS.get(value, []))}
-                 for value in [v for values in ATTRIBUTES.values() for v in values]}
-_ANSWER_WORDS |= {str(n): {str(n), word} for n, word in enumerate(NUMBER_WORDS)}
+_VALUE_WORDS = {value: {value, *ADJECTIVES.get(value, []), *NOUNS.get(value, []),
+                        *(PLURALS[w] for w in NOUNS.get(value, []))}
+                for value in [v for values in ATTRIBUTES.values() for v in values]}
+_ATTRIBUTE_OF = {value: attr for attr, values in ATTRIBUTES.items() for value in values}
+_QUANTITIES = {"no": 0, "a": 1, "an": 1} | {word: n for n, word in enumerate(NUMBER_WORDS) if n} | \
+    {str(n): n for n in range(11)}
+# what comes after the objects a "There is/are ..." clause enumerates: relations, anchors, comparisons
+_AFTER_HEADS = re.compile(r"\b(that|which|as|than|left|right|behind|in front|on the|with|of the)\b")
+
+
+def _stated_count(explanation: str) -> int | None:
+    """The number of objects the explanation's "There is/are ..." clauses enumerate ("There are a matte
+    cube and two matte cubes." -> 3), or None when it has no such clause."""
+    clauses = re.split(r"\bthere (?:is|are)\b", explanation.lower())[1:]
+    if not clauses:
+        return None
+    return sum(_QUANTITIES[w] for clause in clauses
+               for w in re.findall(r"[a-z0-9]+", _AFTER_HEADS.split(clause)[0]) if w in _QUANTITIES)
 
 
 def contradicts_answer(answer: str, program_end: str, explanation: str) -> bool | None:
-    """Does the explanation say something other than the answer it explains? None when this check cannot
-    tell (yes/no comparisons state facts whose verdict is the reader's to draw). A count's number (or
-    "no" for 0) and a queried value (in any of its words) must be said; an existence question's "no" must
-    say there is none, its "yes" must not."""
-    words = set(re.findall(r"[a-z0-9]+", explanation.lower()))
-    if answer in _ANSWER_WORDS:
-        return not (words & _ANSWER_WORDS[answer])
+    """Does the explanation say another answer than the one it explains? None when this check cannot
+    tell. Counts: the objects its "There is/are" clauses enumerate must add up to the answer. Queried
+    values: another value of the same attribute said while the answer's words are not. Existence: "no"
+    must say there is none, "yes" must not. Yes/no comparisons state facts whose verdict is the
+    reader's to draw: not checked."""
+    text = explanation.lower()
+    words = set(re.findall(r"[a-z0-9]+", text))
+    if answer.isdigit():
+        stated = _stated_count(text)
+        return None if stated is None else stated != int(answer)
+    if answer in _VALUE_WORDS:
+        if words & _VALUE_WORDS[answer]:
+            return False
+        others = [v for v, a in _ATTRIBUTE_OF.items() if a == _ATTRIBUTE_OF[answer] and v != answer]
+        return True if any(words & _VALUE_WORDS[v] for v in others) else None
     if program_end == "exist" and answer in ("yes", "no"):
-        says_none = bool(re.search(r"\b(there (is|are) no|no \w+ (is|are)|nothing)\b", explanation.lower()))
+        says_none = bool(re.search(r"\b(there (is|are) no|no \w+ (is|are)|nothing)\b", text))
         return says_none != (answer == "no")
     return None
 
