@@ -70,9 +70,9 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
         page.click("#next-game")
         sync_api.expect(page.locator("#history li.round")).to_have_count(0)   # the next game is on screen
     # session 2 shows the arm's explanations (attention and related Q&As) on every image
-    ask(page, "<img src=x onerror=window.__xss=1> how many spheres are there?")
-    assert page.evaluate("window.__xss") is None
-    assert "<img src=x" in page.locator("#history li.round .question").last.inner_text()
+    # markup in a question is shown as text (a script payload's words are outside the world: refused)
+    ask(page, "<i>how many spheres are there?</i>")
+    assert "<i>how many" in page.locator("#history li.round .question").last.inner_text()
     assert page.locator('.explanation[data-kind="attention"]').count() >= 5
     assert page.locator('.explanation[data-kind="qa_pairs"]').count() >= 5
     page.reload()                                                  # a refresh resumes the exact game
