@@ -32,7 +32,7 @@ import shutil
 import sys
 import threading
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +144,6 @@ def build_chunk(config: WorldConfig, chunk: int, work_dir: Path) -> dict:
         # them, flagged, so `exag bench vqa` can report how agents do on wordings they never saw
         for k, q in enumerate(generator.for_scene(scene, config.questions_per_image, rng,
                                                   allow_heldout=split != "train")):
-            # explanations draw from their own stream, so changing them never changes the scenes or questions
             questions.append(clevr_io.QuestionRecord(
                 question_index=-1, image_index=index, image_filename=scene.image_filename, split=split,
                 question=q.question, program=q.program, answer=q.answer, family=q.family, type=q.type,
@@ -164,12 +163,17 @@ def _explanations(config: WorldConfig, scene, index: int, k: int, program, quest
     return explain(program, scene, rng, config.explanations_per_question, question=question)
 
 
+def _built_config(world: Path) -> WorldConfig:
+    """The settings a built world was made with (its manifest's)."""
+    settings = json.loads((world / "manifest.json").read_text())["settings"]
+    return WorldConfig(**{k: v for k, v in settings.items() if k != "format_version"})
+
+
 def rewrite_explanations(world: Path | str, progress: bool = True) -> None:
     """Writes the reference explanations of a built world's questions again, as a new build of the same
     settings would write them: for a change of explanations.py without rendering or questioning anew."""
     world = Path(world)
-    config = WorldConfig(**{k: v for k, v in json.loads((world / "manifest.json").read_text())["settings"].items()
-                            if k != "format_version"})
+    config = _built_config(world)
     scenes = {s.index: s for s in clevr_io.load_scenes(world / "scenes.json")}
     data = json.loads((world / "questions.json").read_text())
     seen: Counter = Counter()
@@ -185,8 +189,7 @@ def derive_world(full: Path | str, out: Path | str, splits: tuple[str, ...] = ("
     """The world of `splits` (the game world by default) from a built full world of the same settings, in
     seconds: the same JSON a build of those splits writes; images are rendered on demand (ensure_rendered)."""
     full, out = Path(full), Path(out)
-    settings = json.loads((full / "manifest.json").read_text())["settings"]
-    config = WorldConfig(**{**{k: v for k, v in settings.items() if k != "format_version"}, "splits": tuple(splits)})
+    config = replace(_built_config(full), splits=tuple(splits))
     scenes = [s for s in json.loads((full / "scenes.json").read_text())["scenes"] if s["split"] in splits]
     questions = [q for q in json.loads((full / "questions.json").read_text())["questions"] if q["split"] in splits]
     out.mkdir(parents=True, exist_ok=True)
