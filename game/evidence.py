@@ -1,0 +1,127 @@
+"""What a participant can check in an explanation with its own eyes, as numbers a belief update can use.
+
+Each function reads one kind of explanation exactly as the page receives it (server/player_safe.py:
+boxes in image pixels, weights and probabilities in whole percent, sentences) and compares it with the
+participant's perceived scene of that image:
+
+- attention: how much of the agent's object attention lies on objects the question is about;
+- qa_pairs (RelQAs): the share of related answers that agree with what the participant sees;
+- words (ObjScene) and text (NLE, introspect): the share of stated facts ("red", "a large sphere") that
+  hold in the image.
+
+`agreement` turns any of them into one score in [-1, 1] (1: the explanation shows the agent saw this
+image right, -1: it shows the agent got it wrong, 0: nothing to check). The paper's players used
+explanations this way: to judge whether this round's answer can be trusted.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from vqa_agent.world.parser import parse_program
+from vqa_agent.world.programs import IllPosed, ProgramError, execute
+from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS
+from vqa_agent.world.scene import ATTRIBUTES, Scene
+
+ATTRIBUTE_OF = {value: name for name, values in ATTRIBUTES.items() for value in values}
+WORD_VALUE = {word: value for value, words in ADJECTIVES.items() for word in words}
+NOUN_VALUE = {word: value for value, words in NOUNS.items() for word in words}
+NOUN_VALUE |= {PLURALS[word]: value for word, value in list(NOUN_VALUE.items()) if word in PLURALS}
+PRESENT = 0.5          # an ObjScene word at or above this probability says "this is in the image"
+
+
+def matching(scene: Scene, attrs: dict[str, str]) -> list[int]:
+    """Objects of the scene with all these attribute values."""
+    return [i for i, o in enumerate(scene.objects) if all(o.attribute(a) == v for a, v in attrs.items())]
+
+
+def attention_on_target(payload: dict, scene: Scene, target: dict[str, str]) -> float | None:
+    """The share of the agent's object attention on objects with the `target` attributes (each attended
+    box goes to the perceived object whose centre is nearest the box centre); None when the image has no
+    such object or the payload no attended object, so nothing can be checked."""
+    relevant = set(matching(scene, target))
+    objects = [o for o in payload.get("objects", []) if (o.get("weight") or 0) > 0]
+    if not relevant or not objects or not scene.objects:
+        return None
+    centres = np.array([o.pixel_coords[:2] for o in scene.objects], float)
+    on_target = total = 0.0
+    for o in objects:
+        x1, y1, x2, y2 = o["box"]
+        nearest = int(np.argmin(np.hypot(centres[:, 0] - (x1 + x2) / 2, centres[:, 1] - (y1 + y2) / 2)))
+        total += o["weight"]
+        on_target += o["weight"] if nearest in relevant else 0.0
+    return on_target / total if total > 0 else None
+
+
+def answer_on(question: str, scene: Scene) -> str | None:
+    """The answer the participant sees for a question, or None when it cannot tell (outside the language,
+    or no single answer in the scene as it sees it)."""
+    program = parse_program(question)
+    if program is None:
+        return None
+    try:
+        return execute(program, scene)
+    except (IllPosed, ProgramError):
+        return None
+
+
+def qa_agreement(payload: dict, scene: Scene) -> float | None:
+    """The share of related question-answers that agree with the participant's own view of the image."""
+    checked = [answer_on(p["question"], scene) == p["answer"] for p in payload.get("pairs", [])
+               if answer_on(p["question"], scene) is not None]
+    return float(np.mean(checked)) if checked else None
+
+
+def stated_phrases(text: str) -> list[dict[str, str]]:
+    """The things a sentence says exist: each run of attribute words ending in a noun ("the large red
+    cube", "a shiny ball", "metal things"); bare nouns ("thing") state nothing."""
+    phrases, attrs = [], {}
+    for word in re.findall(r"[a-z]+", text.lower()):
+        if word in WORD_VALUE:
+            value = WORD_VALUE[word]
+            attrs[ATTRIBUTE_OF[value]] = value
+        elif word in NOUN_VALUE:
+            if NOUN_VALUE[word] is not None:
+                attrs["shape"] = NOUN_VALUE[word]
+            if attrs:
+                phrases.append(attrs)
+            attrs = {}
+        else:
+            attrs = {} if word not in ("a", "an", "the", "and") else attrs
+    return phrases
+
+
+def facts_hold(text: str, scene: Scene) -> float | None:
+    """The share of the things a sentence says exist that the participant sees in the image."""
+    phrases = stated_phrases(text)
+    return float(np.mean([bool(matching(scene, p)) for p in phrases])) if phrases else None
+
+
+def words_hold(payload: dict, scene: Scene) -> float | None:
+    """The share of ObjScene words whose stated presence (p >= 50%: in the image) the participant confirms."""
+    checked = []
+    for w in payload.get("words", []):
+        value = WORD_VALUE.get(w["word"], NOUN_VALUE.get(w["word"]))
+        if value is None or w.get("probability") is None:
+            continue
+        present = bool(matching(scene, {ATTRIBUTE_OF[value]: value}))
+        checked.append(present == (w["probability"] >= PRESENT))
+    return float(np.mean(checked)) if checked else None
+
+
+def agreement(explanation: dict, scene: Scene, target: dict[str, str]) -> float | None:
+    """One explanation (as the page gets it) against the perceived scene: a score in [-1, 1], or None
+    when it offers nothing the participant can check."""
+    kind, payload = explanation.get("kind"), explanation.get("payload") or {}
+    if kind == "attention":
+        share = attention_on_target(payload, scene, target)
+    elif kind == "qa_pairs":
+        share = qa_agreement(payload, scene)
+    elif kind == "words":
+        share = words_hold(payload, scene)
+    elif kind == "text":
+        share = facts_hold(payload.get("text", ""), scene)
+    else:
+        share = None
+    return None if share is None else 2.0 * share - 1.0

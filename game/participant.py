@@ -1,0 +1,382 @@
+"""A simulated participant who plays the way the paper's people did: it looks at the images, asks
+questions that split the images it still believes in, weighs each answer by how far it trusts the agent,
+reads explanations to judge this round's answer, rates how helpful the round was before it learns the
+outcome, buys explanations when they seem worth their points, and guesses its most probable image.
+
+It is pure and seeded: it sees only what a player sees (the game view the page gets, and each image as
+perceived through game/perception.py) and decides with its own random generator, so one seed gives one
+player. server/simulate.py drives it through the real game.
+
+    player = SimulatedParticipant(PRESETS["careful"], seed=1)
+    player.start_game(game_view, scenes_by_token)      # scenes of the images shown, seen with its errors
+    move, payload = player.next_move(game_view)        # ("ask", {"question": ...}), ("explain", {}),
+                                                       # ("rate", {"rating": ...}) or ("guess", {"image": token})
+    player.end_game(finished_view)                     # the outcome: it learns how far to trust the agent
+
+The model (RESEARCH.md 1; every number is a ParticipantConfig field):
+- Belief: a distribution over the N images, uniform at the start.
+- An answer a about the secret is evidence: if image i were the secret, the agent would say what the
+  participant sees in i (t_i) when it is right, anything of the answer's kind when wrong:
+      P(a | i) = c_i [a = t_i] + (1 - c_i) / K,   c_i = trust_i * perception_confidence,
+  K the number of answers of the kind (2 for yes/no, 11 for counts).
+- Trust: a Beta belief over the agent's reliability (mean trust_prior, weight trust_strength), updated
+  after each game from what the participant can check itself (was each answer right about the secret,
+  as it sees the secret now).
+- Explanations for every image change trust_i for this round only: logit(trust_i) = logit(trust) +
+  explanation_weight * score_i, score_i in [-1, 1] from game/evidence.py (does the attention lie on the
+  objects asked about, do the related answers agree with the image, do the stated facts hold). So a wrong
+  answer whose explanation shows the agent looked at the wrong thing does not rule out the secret.
+  Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
+  secret: related answers count as more answers about the secret, stated facts favour the images where
+  they hold.
+- Questions: "is there a red cube?", "how many spheres are there?" in the world's player phrasings,
+  chosen by expected information gain over the current belief (from `question_candidates` random
+  candidates, with softmax noise `choice_temperature`).
+- Rating (before the outcome): how much the round sharpened the belief and, with explanations, how far
+  they agreed with what the participant sees, plus noise.
+- Buying (at-will): when the explanations' expected information (a running mean of what they gave)
+  is worth more than the questions their points would buy.
+- Guess: the most probable image once its probability reaches guess_confidence, or when no question is
+  left that could still leave points to win.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from vqa_agent.world.parser import Unparseable, parse
+from vqa_agent.world.programs import IllPosed, ProgramError, execute
+from vqa_agent.world.questions import PHRASING_BY_ID, NounPhrase, Question
+from vqa_agent.world.scene import Scene
+
+from .evidence import agreement, answer_on, facts_hold, matching, words_hold
+from .perception import PerceptionErrors, perceive
+from .settings import RATINGS
+
+# The phrasings people type in a guessing game (the world's own, never a held-out one).
+PLAYER_PHRASINGS = {"exist": ("exist/is_there_a", "exist/do_you_see_a", "exist/are_there_any"),
+                    "count": ("count/how_many_there", "count/how_many_in_image", "count/how_many_can_you_see")}
+ANSWERS_OF_KIND = {"exist": 2, "count": 11}      # K: the answers an agent can give to each kind
+QUESTION_ATTRIBUTES = (("color",), ("shape",), ("material",), ("size",), ("color", "shape"), ("size", "shape"),
+                       ("material", "shape"), ("color", "material"), ("size", "color", "shape"))
+
+
+@dataclass(frozen=True)
+class ParticipantConfig:
+    name: str = "custom"
+    perception: PerceptionErrors = field(default_factory=PerceptionErrors)
+    perception_confidence: float = 0.9   # how far it relies on its own reading of an image (1: never doubts it)
+    trust_prior: float = 0.8             # prior mean of the agent's reliability (share of right answers)
+    trust_strength: float = 10.0         # weight of that prior in answers; large: trust hardly changes
+    explanation_weight: float = 2.0      # how strongly an explanation moves this round's trust (0: ignored)
+    question_candidates: int | None = None   # questions it considers each round (None: all it can think of)
+    choice_temperature: float = 0.05     # softmax noise over information gains in bits (0: always the best)
+    guess_confidence: float = 0.9        # guesses once an image is this probable
+    max_questions: int | None = None     # asks at most this many questions a game (None: the game's limit)
+    min_questions: int = 1               # the study's minimum before a guess (the runner sets it from the study)
+    buy_thrift: float = 1.0              # at-will: buys when expected bits > thrift * bits its points would buy
+    explanation_gain_prior: float = 0.5  # expected bits from explanations before it has seen any
+    rating_noise: float = 0.1            # noise of its helpfulness judgement (score units, see rate())
+
+    def __post_init__(self) -> None:
+        for name in ("perception_confidence", "trust_prior", "guess_confidence"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        for name in ("trust_strength", "explanation_weight", "choice_temperature", "buy_thrift",
+                     "explanation_gain_prior", "rating_noise"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+
+
+PRESETS: dict[str, ParticipantConfig] = {
+    # looks closely, thinks about every question, uses explanations fully, guesses only when sure
+    "careful": ParticipantConfig("careful", PerceptionErrors(0.02, 0.15, 0.02, 0.01), perception_confidence=0.95,
+                                 explanation_weight=2.5, question_candidates=None, choice_temperature=0.02,
+                                 guess_confidence=0.9, rating_noise=0.1),
+    # glances, picks one of a few questions, guesses early
+    "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
+                               explanation_weight=1.5, question_candidates=6, choice_temperature=0.3,
+                               guess_confidence=0.6, max_questions=4, rating_noise=0.3),
+    # plays like a careful player but never looks at explanations (nor buys them)
+    "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
+                                              perception_confidence=0.95, explanation_weight=0.0,
+                                              explanation_gain_prior=0.0, guess_confidence=0.9, rating_noise=0.3),
+    # takes every answer as true and hardly lets explanations or mistakes change that
+    "over-trusting": ParticipantConfig("over-trusting", PerceptionErrors(0.05, 0.3, 0.05, 0.02),
+                                       perception_confidence=0.95, trust_prior=0.98, trust_strength=500.0,
+                                       explanation_weight=0.5, guess_confidence=0.8, rating_noise=0.2),
+}
+DEFAULT_MIX = {"careful": 0.4, "hasty": 0.3, "over-trusting": 0.2, "ignores-explanations": 0.1}
+
+
+def entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum())
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@dataclass
+class RoundMemory:
+    """What the participant keeps of the round it is in."""
+    question: Question
+    belief_before: np.ndarray
+    plain: np.ndarray | None = None        # the belief after the answer alone
+    explained: np.ndarray | None = None    # the belief after the answer and its explanations
+    agreement: float | None = None         # how far the explanations agreed with what it sees
+    bought: bool = False
+
+
+class SimulatedParticipant:
+    def __init__(self, config: ParticipantConfig, seed: int) -> None:
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+        self.right = config.trust_prior * config.trust_strength          # Beta(right, wrong) over reliability
+        self.wrong = (1 - config.trust_prior) * config.trust_strength
+        self.explanation_gain = config.explanation_gain_prior          # running mean of bits explanations gave
+        self.answer_gain = 0.5                                         # running mean of bits an answer gave
+        self.tokens: list[str] = []
+        self.scenes: list[Scene] = []
+        self.belief = np.ones(1)
+        self.round: RoundMemory | None = None
+        self.asked: list[Question] = []
+
+    @property
+    def trust(self) -> float:
+        return self.right / (self.right + self.wrong)
+
+    # --- a game ---------------------------------------------------------------------------------------
+
+    def start_game(self, game: dict, scenes: dict[str, dict]) -> None:
+        """Looks at the game's images: `scenes` maps each token of game["images"] to its scene (CLEVR JSON)."""
+        self.tokens = list(game["images"])
+        missing = [t for t in self.tokens if t not in scenes]
+        if missing:
+            raise ValueError(f"no scene for image(s) {', '.join(missing)}")
+        self.scenes = [perceive(scenes[t], self.config.perception, self.rng) for t in self.tokens]
+        self.belief = np.full(len(self.tokens), 1.0 / len(self.tokens))
+        self.round, self.asked = None, []
+
+    def next_move(self, game: dict) -> tuple[str, dict]:
+        if game["phase"] == "rating":
+            return self._after_answer(game)
+        if game["phase"] != "asking":
+            raise ValueError(f"nothing to do in phase {game['phase']!r}")
+        if self._wants_guess(game):
+            return "guess", {"image": self._most_probable()}
+        question = self._choose_question()
+        self.round = RoundMemory(question, self.belief.copy())
+        self.asked.append(question)
+        return "ask", {"question": self._phrase(question)}
+
+    def end_game(self, game: dict) -> None:
+        """The outcome shows the secret: it checks each answer against the secret as it sees it, and
+        trusts the agent more or less from then on."""
+        if game.get("secret") not in self.tokens:
+            return
+        scene = self.scenes[self.tokens.index(game["secret"])]
+        for r in game["rounds"]:
+            seen = answer_on(r["question"], scene)
+            if seen is not None:
+                self.right += float(seen == r["answer"])
+                self.wrong += float(seen != r["answer"])
+
+    # --- one round ------------------------------------------------------------------------------------
+
+    def _after_answer(self, game: dict) -> tuple[str, dict]:
+        last = game["rounds"][-1]
+        memory = self.round
+        if memory is None:       # a round it did not ask (e.g. resumed): judge it from scratch
+            memory = self.round = RoundMemory(_question_of(last["question"]), self.belief.copy())
+        if memory.plain is None:
+            memory.plain = self._update(memory.belief_before, memory.question, last["answer"], self._trusts(None))
+            self.answer_gain += 0.2 * (entropy(memory.belief_before) - entropy(memory.plain) - self.answer_gain)
+        explanations = last.get("explanations")
+        if explanations and memory.explained is None:
+            memory.explained, memory.agreement = self._read_explanations(memory, last["answer"], explanations)
+            gain = max(entropy(memory.plain) - entropy(memory.explained), 0.0)
+            self.explanation_gain += 0.3 * (gain - self.explanation_gain)
+        if not explanations and not last["explained"] and self._wants_explanations(game, memory):
+            memory.bought = True
+            return "explain", {}
+        self.belief = memory.explained if memory.explained is not None else memory.plain
+        return "rate", {"rating": self._rating(memory)}
+
+    def _trusts(self, scores: list[float | None] | None) -> np.ndarray:
+        """This round's trust in the agent for each image: the general trust, moved by the explanations."""
+        trust = np.full(len(self.tokens), self.trust)
+        if scores is not None and self.config.explanation_weight > 0:
+            shift = np.array([s if s is not None else 0.0 for s in scores])
+            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
+        return trust
+
+    def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
+        seen = [_answer(question, scene) for scene in self.scenes]
+        c = trusts * self.config.perception_confidence
+        chance = 1.0 / ANSWERS_OF_KIND.get(question.kind, 8)
+        return np.array([ci * (s == answer) + (1 - ci) * chance if s is not None else chance
+                         for ci, s in zip(c, seen)])
+
+    def _update(self, belief: np.ndarray, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
+        posterior = belief * self._likelihood(question, answer, trusts)
+        total = posterior.sum()
+        return posterior / total if total > 0 else belief.copy()
+
+    def _read_explanations(self, memory: RoundMemory, answer: str, explanations: dict) -> tuple[np.ndarray, float | None]:
+        """The belief after the answer read with its explanations, and how far they agreed with what it sees."""
+        if self.config.explanation_weight == 0:
+            return memory.plain, None
+        target = memory.question.phrases[0].attrs
+        every = explanations.get("for_every_image") or {}
+        scores: list[float | None] = []
+        for token, scene in zip(self.tokens, self.scenes):
+            checked = [a for e in every.get(token, []) if (a := agreement(e, scene, target)) is not None]
+            scores.append(float(np.mean(checked)) if checked else None)
+        belief = self._update(memory.belief_before, memory.question, answer, self._trusts(scores))
+        belief = self._secret_evidence(belief, explanations.get("for_the_secret") or [])
+        agreements = [s for s in scores if s is not None]
+        return belief, (float(np.dot([p for p, s in zip(belief, scores) if s is not None], agreements) /
+                              max(sum(p for p, s in zip(belief, scores) if s is not None), 1e-9))
+                        if agreements else None)
+
+    def _secret_evidence(self, belief: np.ndarray, explanations: list[dict]) -> np.ndarray:
+        """Explanations about the secret alone: related answers are more answers about the secret, stated
+        facts and words favour the images where they hold."""
+        weight = min(self.config.explanation_weight / 2.0, 1.0)
+        for e in explanations:
+            payload = e.get("payload") or {}
+            if e.get("kind") == "qa_pairs":
+                for pair in payload.get("pairs", []):
+                    question = _question_of(pair["question"])
+                    if question is not None:
+                        belief = self._update(belief, question, pair["answer"], np.full(len(self.tokens), weight * self.trust))
+            elif e.get("kind") in ("words", "text"):
+                check = (lambda s: words_hold(payload, s)) if e["kind"] == "words" else \
+                    (lambda s: facts_hold(payload.get("text", ""), s))
+                shares = [check(scene) for scene in self.scenes]
+                if all(s is None for s in shares):
+                    continue
+                belief = belief * np.exp(weight * np.array([2 * s - 1 if s is not None else 0.0 for s in shares]))
+                belief = belief / belief.sum()
+        return belief
+
+    def _rating(self, memory: RoundMemory) -> str:
+        """Helpfulness before the outcome: how much sharper the belief got (relative to what was left to
+        learn) and, with explanations, how far they agreed with what it sees; 0 is the best rating."""
+        after = memory.explained if memory.explained is not None else memory.plain
+        before = entropy(memory.belief_before)
+        sharpened = (before - entropy(after)) / before if before > 0 else 0.0
+        score = sharpened if memory.agreement is None else 0.5 * sharpened + 0.5 * (memory.agreement + 1) / 2
+        score += self.rng.normal(0.0, self.config.rating_noise)
+        level = int(np.clip(round((1.0 - score) * (len(RATINGS) - 1) * 1.25 - 0.5), 0, len(RATINGS) - 1))
+        return RATINGS[level]
+
+    # --- decisions ------------------------------------------------------------------------------------
+
+    def _wants_guess(self, game: dict) -> bool:
+        asked = len(game["rounds"])
+        if asked < self.config.min_questions:
+            return False
+        out_of_questions = game["questions_left"] <= 0 or \
+            (self.config.max_questions is not None and asked >= self.config.max_questions)
+        # a question that leaves no points cannot be followed by a winning guess
+        out_of_points = game["points"] - game["question_cost"] < 1
+        return out_of_questions or out_of_points or float(self.belief.max()) >= self.config.guess_confidence
+
+    def _wants_explanations(self, game: dict, memory: RoundMemory) -> bool:
+        if not game["explanations_at_will"] or self.config.explanation_weight == 0:
+            return False
+        if game["points"] - game["explanation_cost"] - game["question_cost"] < 1:
+            return False
+        if float(memory.plain.max()) >= self.config.guess_confidence:
+            return False
+        per_point = max(self.answer_gain, 0.05) / max(game["question_cost"], 1)
+        return self.explanation_gain > self.config.buy_thrift * per_point * game["explanation_cost"]
+
+    def _most_probable(self) -> str:
+        best = np.flatnonzero(self.belief >= self.belief.max() - 1e-12)
+        return self.tokens[int(self.rng.choice(best))]
+
+    def _choose_question(self) -> Question:
+        candidates = self._candidates()
+        if self.config.question_candidates is not None and len(candidates) > self.config.question_candidates:
+            picks = self.rng.choice(len(candidates), self.config.question_candidates, replace=False)
+            candidates = [candidates[int(i)] for i in sorted(picks)]
+        gains = np.array([self._expected_gain(q) for q in candidates])
+        if self.config.choice_temperature > 0:
+            weights = np.exp((gains - gains.max()) / self.config.choice_temperature)
+            return candidates[int(self.rng.choice(len(candidates), p=weights / weights.sum()))]
+        return candidates[int(np.argmax(gains))]
+
+    def _candidates(self) -> list[Question]:
+        """exist and count questions about attribute combinations it sees in the images it still believes in."""
+        alive = [s for s, p in zip(self.scenes, self.belief) if p > 1e-3]
+        combos = {tuple((a, o.attribute(a)) for a in attrs) for s in alive for o in s.objects
+                  for attrs in QUESTION_ATTRIBUTES}
+        asked = {_key(q) for q in self.asked}
+        questions = [Question(kind, [NounPhrase(dict(combo))]) for combo in sorted(combos) for kind in ("exist", "count")]
+        return [q for q in questions if _key(q) not in asked] or questions
+
+    def _expected_gain(self, question: Question) -> float:
+        """Expected bits about the secret from the agent's answer, with the trust it has now."""
+        seen = [_answer(question, scene) for scene in self.scenes]
+        c = self.trust * self.config.perception_confidence
+        chance = 1.0 / ANSWERS_OF_KIND[question.kind]
+        outcomes = sorted({s for s in seen if s is not None})
+        # P(a | i) for each answer it can expect, plus "anything else" (the rest of the answer's kind)
+        table = np.array([[c * (s == a) + (1 - c) * chance if s is not None else chance for s in seen]
+                          for a in outcomes])
+        rest = np.clip(1.0 - table.sum(axis=0), 0.0, None)
+        table = np.vstack([table, rest])
+        joint = table * self.belief
+        marginal = joint.sum(axis=1)
+        after = sum(m * entropy(row / m) for row, m in zip(joint, marginal) if m > 0)
+        return entropy(self.belief) - after
+
+    def _phrase(self, question: Question) -> str:
+        phrasing = PHRASING_BY_ID[str(self.rng.choice(PLAYER_PHRASINGS[question.kind]))]
+        return phrasing.render(question, self.rng)
+
+
+def _answer(question: Question, scene: Scene) -> str | None:
+    """What the participant sees as the answer in this scene (None: no single answer)."""
+    phrase = question.phrases[0]
+    if question.kind in ("exist", "count") and not phrase.relations and phrase.same is None:
+        n = len(matching(scene, phrase.attrs))       # its own questions: counted directly (fast)
+        return str(n) if question.kind == "count" else ("yes" if n else "no")
+    try:
+        return execute(question.program(), scene)
+    except (IllPosed, ProgramError):
+        return None
+
+
+def _key(question: Question) -> tuple:
+    return question.kind, tuple(sorted(question.phrases[0].attrs.items()))
+
+
+def _question_of(text: str) -> Question | None:
+    """A question it did not choose itself (a related question, a resumed round), as a world Question."""
+    try:
+        tree = parse(text)
+    except Unparseable:
+        return None
+    return tree if isinstance(tree, Question) else None
+
+
+def preset(name: str) -> ParticipantConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown player preset {name!r}; choose from {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def with_min_questions(config: ParticipantConfig, min_questions: int) -> ParticipantConfig:
+    return replace(config, min_questions=min_questions)

@@ -1,0 +1,191 @@
+"""The simulated participant on hand-made scenes: seeded, right belief updates, explanations read as the
+page shows them, and nothing but the player view used."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hand_scenes import hand_scene
+
+from game import rules
+from game.evidence import agreement, stated_phrases
+from game.participant import PRESETS, ParticipantConfig, SimulatedParticipant
+from game.perception import PerceptionErrors, perceive
+from game.settings import RATINGS, settings_named
+from game.state import player_view
+from vqa_agent.world.clevr_io import scene_to_json
+from vqa_agent.world.questions import NounPhrase, Question
+
+EXACT = PerceptionErrors(0.0, 0.0, 0.0, 0.0)
+# Three images: only A has a red cube; A and B have a sphere; C has two cylinders.
+A = [("cube", "red", "large", "metal", -2, 0), ("sphere", "blue", "large", "rubber", 1, 0)]
+B = [("cube", "green", "large", "rubber", -2, 0), ("sphere", "blue", "large", "rubber", 1, 0)]
+C = [("cylinder", "red", "large", "metal", -2, 0), ("cylinder", "gray", "large", "rubber", 1, 1)]
+TOKENS = ["a", "b", "c"]
+
+
+def scenes() -> dict[str, dict]:
+    return {t: scene_to_json(hand_scene(objects, i)) for i, (t, objects) in enumerate(zip(TOKENS, (A, B, C)))}
+
+
+def exact(**changes) -> ParticipantConfig:
+    return ParticipantConfig("test", EXACT, **changes)
+
+
+def game(secret: int = 0, **settings) -> rules.GameState:
+    state, _ = rules.new_game("g", "p", settings_named("controlled", images=3, **settings), [10, 11, 12], TOKENS,
+                              secret, 0.0, False)
+    return state
+
+
+def started(config: ParticipantConfig, seed: int = 0, secret: int = 0) -> SimulatedParticipant:
+    player = SimulatedParticipant(config, seed)
+    player.start_game(player_view(game(secret)), scenes())
+    return player
+
+
+def test_belief_update_on_three_images_is_bayes_rule():
+    player = started(exact(trust_prior=0.8, perception_confidence=1.0))
+    exist_red_cube = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
+    belief = player._update(np.full(3, 1 / 3), exist_red_cube, "yes", np.full(3, 0.8))
+    # P(yes | A) = 0.8 + 0.2/2 = 0.9; P(yes | B) = P(yes | C) = 0.2/2 = 0.1
+    assert belief == pytest.approx([0.9 / 1.1, 0.1 / 1.1, 0.1 / 1.1])
+    count_spheres = Question("count", [NounPhrase({"shape": "sphere"})])
+    belief = player._update(np.full(3, 1 / 3), count_spheres, "1", np.full(3, 0.8))
+    # P("1" | A) = P("1" | B) = 0.8 + 0.2/11, P("1" | C) = 0.2/11
+    p_right, p_chance = 0.8 + 0.2 / 11, 0.2 / 11
+    assert belief == pytest.approx(np.array([p_right, p_right, p_chance]) / (2 * p_right + p_chance))
+
+
+def test_an_explanation_that_exposes_a_wrong_answer_keeps_the_secret_in_play():
+    player = started(exact(trust_prior=0.8, perception_confidence=1.0, explanation_weight=3.0))
+    q = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
+    plain = player._update(np.full(3, 1 / 3), q, "no", player._trusts(None))
+    # the agent said "no" about A's red cube; attention on A lies on the sphere, not the cube
+    exposed = player._update(np.full(3, 1 / 3), q, "no", player._trusts([-1.0, None, None]))
+    assert exposed[0] > plain[0] * 3
+
+
+def test_the_participant_is_deterministic_for_a_seed():
+    def moves(seed):
+        player, state, out = started(PRESETS["hasty"], seed), game(), []
+        while state.phase != "finished":
+            move, payload = player.next_move(player_view(state))
+            out.append((move, payload))
+            if move == "ask":
+                state, _ = rules.ask(state, payload["question"], "yes")
+            elif move == "rate":
+                state, _ = rules.rate(state, payload["rating"])
+            else:
+                state, _ = rules.guess(state, TOKENS.index(payload["image"]))
+        return out
+    assert moves(3) == moves(3)
+    assert any(moves(3) != moves(s) for s in range(4, 10))
+
+
+def play_to_the_end(player: SimulatedParticipant, state, answer_for) -> tuple:
+    moves = []
+    while state.phase != "finished":
+        view = player_view(state)
+        move, payload = player.next_move(view)
+        moves.append((move, payload))
+        if move == "ask":
+            state, _ = rules.ask(state, payload["question"], answer_for(payload["question"]))
+        elif move == "rate":
+            state, _ = rules.rate(state, payload["rating"])
+        else:
+            state, _ = rules.guess(state, TOKENS.index(payload["image"]))
+    return state, moves
+
+
+def test_it_finds_the_secret_with_a_truthful_agent():
+    from game.evidence import answer_on
+    for secret in range(3):
+        seen = perceive(scenes()[TOKENS[secret]], EXACT, np.random.default_rng(0))
+        state, moves = play_to_the_end(started(exact(), secret=secret), game(secret),
+                                       lambda q: answer_on(q, seen))
+        assert state.won, moves
+        assert all(r.rating in RATINGS for r in state.rounds)
+
+
+def test_it_never_reads_the_secret_only_the_player_view():
+    """Two games that differ only in which image is the secret, with the same answers: the player view is
+    the same, and so is every move."""
+    runs = [play_to_the_end(started(PRESETS["careful"], 5, secret), game(secret), lambda q: "no")[1]
+            for secret in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    view = player_view(game(2))
+    assert "secret" not in view and set(view["images"]) == set(TOKENS)
+
+
+def test_questions_are_in_the_worlds_player_phrasings_and_parse():
+    from vqa_agent.world.parser import parse_program
+    player = started(PRESETS["careful"], 1)
+    for _ in range(5):
+        move, payload = player.next_move(player_view(game()))
+        assert move == "ask" and parse_program(payload["question"]) is not None
+
+
+def test_attention_on_the_asked_objects_agrees_and_elsewhere_disagrees():
+    scene = perceive(scenes()["a"], EXACT, np.random.default_rng(0))
+    cube, sphere = (o.pixel_coords for o in scene.objects)
+
+    def attention_at(x, y):
+        return {"kind": "attention", "payload": {"objects": [{"box": [x - 5, y - 5, x + 5, y + 5], "weight": 0.9}]}}
+    target = {"color": "red", "shape": "cube"}
+    assert agreement(attention_at(*cube[:2]), scene, target) == 1.0
+    assert agreement(attention_at(*sphere[:2]), scene, target) == -1.0
+    assert agreement(attention_at(*sphere[:2]), scene, {"shape": "cylinder"}) is None   # nothing to check
+
+
+def test_related_answers_and_stated_facts_are_checked_against_the_image():
+    scene = perceive(scenes()["a"], EXACT, np.random.default_rng(0))
+    pairs = {"kind": "qa_pairs", "payload": {"pairs": [
+        {"question": "Is there a red cube?", "answer": "yes", "probability": 0.9},
+        {"question": "How many spheres are there?", "answer": "2", "probability": 0.6}]}}
+    assert agreement(pairs, scene, {}) == 0.0          # one of two agrees
+    assert stated_phrases("The large red block is left of a shiny ball.") == [
+        {"size": "large", "color": "red", "shape": "cube"}, {"material": "metal", "shape": "sphere"}]
+    assert agreement({"kind": "text", "payload": {"text": "There is a red cube."}}, scene, {}) == 1.0
+    assert agreement({"kind": "text", "payload": {"text": "There is a yellow cylinder."}}, scene, {}) == -1.0
+    words = {"kind": "words", "payload": {"words": [{"word": "red", "probability": 0.97, "score": 1.0},
+                                                    {"word": "cylinder", "probability": 0.03, "score": 0.5}]}}
+    assert agreement(words, scene, {}) == 1.0
+
+
+def test_explanations_for_the_secret_favour_the_images_where_they_hold():
+    player = started(exact(explanation_weight=2.0))
+    belief = player._secret_evidence(np.full(3, 1 / 3), [{"kind": "text", "payload": {"text": "There are two cylinders."}}])
+    assert belief.argmax() == 2
+
+
+def test_ignoring_explanations_means_they_change_nothing():
+    player = started(PRESETS["ignores-explanations"], 0)
+    state = game()
+    move, payload = player.next_move(player_view(state))
+    state, _ = rules.ask(state, payload["question"], "yes")
+    view = player_view(state)
+    view["rounds"][-1]["explanations"] = {"for_every_image": {t: [{"kind": "text", "payload": {"text": "a red cube"}}]
+                                                              for t in TOKENS}, "for_the_secret": []}
+    plain = player_view(state)
+    other = SimulatedParticipant(PRESETS["ignores-explanations"], 0)
+    other.start_game(player_view(game()), scenes())
+    other.next_move(player_view(game()))
+    assert player.next_move(view) == other.next_move(plain)
+
+
+def test_perception_misses_and_confuses_with_its_rates():
+    scene = scenes()["a"]
+    never = perceive(scene, PerceptionErrors(1.0, 0.0, 1.0, 0.0), np.random.default_rng(0))
+    assert never.objects[0].color in ("brown", "purple") and never.objects[1].color in ("cyan", "purple")
+    blind = perceive(scene, PerceptionErrors(0.0, 0.0, 0.0, 1.0), np.random.default_rng(0))
+    assert [o.material for o in blind.objects] == ["rubber", "metal"]
+    with pytest.raises(ValueError):
+        PerceptionErrors(miss_small=1.5)
+
+
+def test_presets_span_people():
+    assert set(PRESETS) >= {"careful", "hasty", "ignores-explanations", "over-trusting"}
+    assert PRESETS["ignores-explanations"].explanation_weight == 0
+    assert PRESETS["over-trusting"].trust_prior > PRESETS["careful"].trust_prior
+    with pytest.raises(ValueError):
+        ParticipantConfig(trust_prior=0.0)
