@@ -15,6 +15,10 @@ _CLASSES = {
     "relqa": (".relqa", "RelQAExplainer"),
     "nle": (".nle", "NLEExplainer"),
     "introspect": (".introspect", "IntrospectExplainer"),
+    # shams (sanity checks): a real explainer's output for another image of the round; after the explainers
+    # they imitate, which the server loads first and shares with them
+    "attention-shuffled": (".sham", "ShuffledAttentionExplainer"),
+    "nle-other": (".sham", "OtherNLEExplainer"),
 }
 EXPLAINER_NAMES: tuple[str, ...] = tuple(_CLASSES)
 _BASE = ("Explainer", "Explanation", "ExplanationRequest")

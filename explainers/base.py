@@ -26,6 +26,11 @@ class ExplanationRequest:
     question: str
     output: AgentOutput        # the agent's answer to `question` about `image`
     seed: int = 0              # explainers that sample use it; the same seed gives the same explanation
+    # The game round this request belongs to: the same question on every image of the round, this one at
+    # `position` (server/inference.py fills them). Sham explainers (sham.py) show another image's explanation
+    # of the same round; every other explainer ignores them.
+    round_requests: tuple["ExplanationRequest", ...] = ()
+    position: int = 0
 
 
 @dataclass

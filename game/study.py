@@ -8,6 +8,7 @@ studies have one arm: the player buys explanations when they like.
 A study is a JSON file:
     {"study_id": "pilot-1", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"],
      "sessions": 4, "games_per_session": 5, "completion_code": "C0DE", "redirect_url": "https://..."}
+A sanity check adds sham arms ("attention-shuffled", "nle-other", or combined: "attention+nle-other").
 """
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from pathlib import Path
 
 from .settings import GameSettings, settings_named
 
-MODES = ("attention", "relqa", "objscene", "nle", "introspect")   # explanation modes an arm can combine
+# Sham modes, for sanity checks (explainers/sham.py): each image shows a real explainer's output for another
+# image of the same round, drawn and labelled like the real one. A study with a sham arm must find it
+# harmful, or the instrument is blind; the analysis keeps sham arms out of Table 1's "overall" rows.
+SHAM_MODES = ("attention-shuffled", "nle-other")
+MODES = ("attention", "relqa", "objscene", "nle", "introspect") + SHAM_MODES   # modes an arm can combine
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
 KINDS = ("controlled", "at-will")
 
@@ -32,6 +37,11 @@ def arm_modes(arm: str) -> tuple[str, ...]:
     if unknown or not arm:
         raise ValueError(f"unknown arm {arm!r}: use none, both, or modes from {', '.join(MODES)} joined by '+'")
     return modes
+
+
+def is_sham(arm: str) -> bool:
+    """Whether an arm (or a mode) shows a sham explanation: such an arm is a sanity check, not a treatment."""
+    return any(mode in SHAM_MODES for mode in arm_modes(arm))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,10 +55,16 @@ class Predictor:
         self.agent = agent
         self.explainers: dict[str, Explainer] = {}
         self.unavailable: dict[str, str] = {}        # explainer name -> why it could not be loaded
-        for name in explainers.EXPLAINER_NAMES:
+        for name, cls in explainers.EXPLAINERS.items():
+            imitates = getattr(cls, "imitates", None)   # a sham (explainers/sham.py) shares the explainer it imitates
             try:
-                options = (explainer_options or {}).get(name, {})
-                self.explainers[name] = explainers.load_explainer(name, agent, **options)
+                if imitates:
+                    if imitates not in self.explainers:
+                        raise ValueError(f"it shows the {imitates} explainer's output, and that one is unavailable")
+                    self.explainers[name] = cls(agent, explainer=self.explainers[imitates])
+                else:
+                    options = (explainer_options or {}).get(name, {})
+                    self.explainers[name] = explainers.load_explainer(name, agent, **options)
             except (OSError, ValueError, KeyError) as error:
                 self.unavailable[name] = str(error)
                 log.warning("explainer %s is unavailable: %s", name, error)
@@ -95,19 +101,22 @@ class Predictor:
         for r in rounds:
             per_round.append(outputs[offset:offset + len(r.images)])
             offset += len(r.images)
+        # each image's request carries its round (the same question on every image of it): sham explainers
+        # show another image's explanation of the same round, so rounds batched together never mix
+        requests = []
+        for r, outs in zip(rounds, per_round):
+            plain = tuple(explainers.ExplanationRequest(img, o.question, o, r.seed) for img, o in zip(r.images, outs))
+            requests.append([replace(q, round_requests=plain, position=k) for k, q in enumerate(plain)])
         # one explain_batch call per explainer over all rounds that want it
         every: list[list[list[Explanation]]] = [[[] for _ in r.images] for r in rounds]
         secret: list[list[Explanation]] = [[] for _ in rounds]
         for name, explainer in self.explainers.items():
             wanted = []   # (round, image, request, for_secret)
-            for i, (r, outs) in enumerate(zip(rounds, per_round)):
+            for i, r in enumerate(rounds):
                 if name in r.for_every_image:
-                    wanted += [(i, k, explainers.ExplanationRequest(img, o.question, o, r.seed), False)
-                               for k, (img, o) in enumerate(zip(r.images, outs))]
+                    wanted += [(i, k, request, False) for k, request in enumerate(requests[i])]
                 if name in r.for_the_secret:
-                    o = outs[r.secret]
-                    request = explainers.ExplanationRequest(r.images[r.secret], o.question, o, r.seed)
-                    wanted.append((i, r.secret, request, True))
+                    wanted.append((i, r.secret, requests[i][r.secret], True))
             if not wanted:
                 continue
             for (i, k, _, for_secret), explanation in zip(wanted, explainer.explain_batch([w[2] for w in wanted])):

@@ -7,6 +7,9 @@ baseline is block 1. Rows: each arm that shows explanations, "overall" (those ar
 "overall_inc_none" (also the arms without explanations, the paper's WithoutExpl group, whose odd blocks
 join "no expl" and whose block 1 joins the baseline). Games are pooled, so a block mean weighs each of
 its games once (the paper's mean of block means, when every participant finishes every block).
+Sham arms (game/study.py SHAM_MODES: another image's explanation, a sanity check) get their own rows, after
+the real arms, and stay out of both "overall" rows and of the effect net of practice: those measure real
+explanations, and a sham row must show harm (with expl below no expl), or the instrument is blind.
 
 Tests: the paper's p compares with- and no-explanation win rates; here that is a two-proportion z-test
 (games as independent), next to the participant-clustered GEE logistic regression (`p_value_clustered`)
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .frames import CONTROLLED, Frames, arms_of
+from .frames import CONTROLLED, Frames, arms_of, sham
 from .stats import clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
@@ -108,10 +111,11 @@ def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
 
 def net_of_practice(games: pd.DataFrame) -> dict:
     """Explanations' effect beyond practice: won ~ even block + explanation arm + their interaction,
-    participant-clustered GEE; the interaction's odds ratio is the effect of showing explanations."""
-    known = games[games["block"].notna()]
+    participant-clustered GEE; the interaction's odds ratio is the effect of showing explanations (real
+    ones: sham arms are left out)."""
+    known = games[games["block"].notna() & (games["sham"] != 1)]
     if known.empty or known["expl_arm"].nunique() < 2:
-        return {"missing": "needs arms with and without explanations, with known blocks"}
+        return {"missing": "needs arms with and without (real) explanations, with known blocks"}
     even = (known["block"] % 2 == 0).astype(float)
     exog = pd.DataFrame({"even_block": even, "explanation_arm": known["expl_arm"],
                          "explanations_shown": even * known["expl_arm"]})
@@ -124,18 +128,26 @@ def controlled(frames: Frames) -> dict:
     games = frames.games[frames.games["kind"] == CONTROLLED]
     if games.empty:
         return {"table1": [], "missing": "no finished games of a controlled study"}
-    expl_arms, control_arms = arms_of(games)
+    expl_arms, control_arms = arms_of(games)     # sham arms last (paper_order)
+    sham_arms = [arm for arm in expl_arms if sham(arm)]
+    real_arms = [arm for arm in expl_arms if arm not in sham_arms]
     rows = [row(arm, games[games["arm"] == arm]) for arm in expl_arms]
     notes = []
     if not expl_arms:
         notes.append("no arm shows explanations: Table 1 has no rows but overall_inc_none")
+    elif not real_arms:
+        notes.append("no arm shows real explanations: Table 1 has only the sham arms' rows (and overall_inc_none "
+                     "when there is an arm without explanations)")
     else:
-        rows.append(row(OVERALL, games[games["arm"].isin(expl_arms)]))
+        rows.append(row(OVERALL, games[games["arm"].isin(real_arms)]))
     if not control_arms:
         notes.append("no arm without explanations (WithoutExpl group): overall_inc_none equals overall")
-    rows.append(row(OVERALL_INC_NONE, games))
+    if sham_arms:
+        notes.append(f"sham arms ({', '.join(sham_arms)}) have their own rows and are in neither overall row")
+    if real_arms or control_arms:
+        rows.append(row(OVERALL_INC_NONE, games[~games["arm"].isin(sham_arms)]))
     blocks = sorted(int(b) for b in games["block"].dropna().unique())
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
-            "control_arms": control_arms, "blocks": blocks,
+            "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,
             "by_block": by_block(games), "control_group": control_group(games, control_arms),
             "net_of_practice": net_of_practice(games), **({"notes": notes} if notes else {})}

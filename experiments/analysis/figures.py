@@ -17,6 +17,8 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .frames import sham
+
 FIGURES = ("fig5_adoption", "fig6_ratings", "fig7_win_by_helpfulness", "fig8_difficulty_by_rating",
            "fig9_win_by_correctness", "fig10_answer_correctness")
 FORMATS = ("png", "svg")
@@ -32,7 +34,8 @@ SHORT = {"Helping a lot": "Excellent", "Mostly helping": "Mostly Good", "Somewha
          "correct": "correct", "somewhat correct": "somewhat", "completely wrong": "wrong"}
 MODE_NAMES = {"overall": "Overall", "overall_inc_none": "Overall inc. no-expl. group", "attention": "Attention",
               "relqa": "RelQAs", "both": "Both", "objscene": "ObjScene", "nle": "NLE", "introspect": "Introspect",
-              "none": "WithoutExpl"}
+              "none": "WithoutExpl", "attention-shuffled": "Sham: attention shuffled",
+              "nle-other": "Sham: NLE of another image"}
 GROUP_NAMES = {"explained_on_point": "with explanations rated above Indifferent",
                "without_explanations": "without explanations"}
 
@@ -58,7 +61,9 @@ def missing(section, what: str) -> str | None:
 
 
 def mode_name(mode: str) -> str:
-    return MODE_NAMES.get(mode, mode.replace("+", " + "))
+    if mode in MODE_NAMES:
+        return MODE_NAMES[mode]
+    return ("Sham: " if sham(mode) else "") + mode.replace("+", " + ")    # e.g. "Sham: attention + nle-other"
 
 
 def _label(text) -> str:

@@ -12,6 +12,8 @@ Definitions made once, here:
 - `used`: one of the game's rounds had explanations (`rounds.explained`);
 - `play`: the game's place in its participant's games, 1-based (`game_number`, then start time);
 - `expl_arm`: the arm shows explanations (its modes, game/study.py; "none" does not);
+- `sham`: the arm shows a sham explanation (game/study.py SHAM_MODES: a real explainer's output for another
+  image of the round), a sanity check: it has its own rows, never in the "overall" ones;
 - scales as ranks, 0 = best: helpfulness RATINGS (game/settings.py), explanations EXPLANATION_SCALE and
   answers ANSWER_SCALE (explainers/grading.py); a rater item's consensus is the median rank of its
   ratings, an even split taken on the worse side.
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from game.study import KINDS, arm_modes
+from game.study import KINDS, arm_modes, is_sham
 
 from .data import AnalysisError, Tables
 from .scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
@@ -31,7 +33,7 @@ from .scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
 CONTROLLED, AT_WILL = KINDS
 FLAG_NAMES = ("no_questions", "fast_games", "straight_lined")     # game/quality.py
 ITEM_KEY = ["game_id", "round", "explainer"]
-PAPER_ORDER = ("attention", "relqa", "both")     # the paper's modes first, then any other by name
+PAPER_ORDER = ("attention", "relqa", "both")     # the paper's modes first, then any other by name, shams last
 
 
 def _rank(labels: pd.Series, scale: tuple[str, ...]) -> pd.Series:
@@ -39,8 +41,17 @@ def _rank(labels: pd.Series, scale: tuple[str, ...]) -> pd.Series:
     return labels.map({label: float(i) for i, label in enumerate(scale)}).astype(float)
 
 
+def sham(name: str) -> bool:
+    """Whether an arm or an explainer is a sham (game/study.py SHAM_MODES); an unknown name is not."""
+    try:
+        return is_sham(name)
+    except ValueError:
+        return False
+
+
 def paper_order(names) -> list[str]:
-    return sorted(names, key=lambda a: (a not in PAPER_ORDER, PAPER_ORDER.index(a) if a in PAPER_ORDER else 0, a))
+    return sorted(names, key=lambda a: (sham(a), a not in PAPER_ORDER, PAPER_ORDER.index(a) if a in PAPER_ORDER else 0,
+                                        a))
 
 
 def arms_of(games: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -92,6 +103,7 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = froz
     kinds = _kinds(games, notes)
     games["kind"] = games["study"].map(kinds)
     games["expl_arm"] = _explanation_arms(games, tables.rounds)
+    games["sham"] = games["arm"].map({arm: float(sham(arm)) for arm in games["arm"].unique()}).astype(float)
     games["block"] = games["session"] + 1
     games["play"] = _play_index(games)
 
@@ -187,7 +199,7 @@ def _ratings(tables: Tables, games: pd.DataFrame, rounds: pd.DataFrame, notes: l
     unknown = ratings["rank"].isna() & ratings["rating"].notna()
     if unknown.any():
         notes.append(f"{int(unknown.sum())} helpfulness ratings are not on the scale ({', '.join(RATINGS)}); left out")
-    columns = ["game_id", "study", "cluster", "arm", "kind", "expl_arm", "won", "difficulty", "shows"]
+    columns = ["game_id", "study", "cluster", "arm", "kind", "expl_arm", "sham", "won", "difficulty", "shows"]
     ratings = ratings.drop(columns=[c for c in columns if c != "game_id" and c in ratings.columns])
     return ratings[ratings["rank"].notna()].merge(games[columns], on="game_id").reset_index(drop=True)
 

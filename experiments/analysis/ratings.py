@@ -5,7 +5,8 @@ the paper's Excellent) ... Completely confusing (1). The unit here is a rating, 
 game's (a game with several rated rounds counts once per rating, as in the paper's figures).
 
 - by_helpfulness (Fig. 7): win rate by rating, over the ratings of rounds that showed explanations in
-  arms that show them, overall and per arm ("mode"), against the baseline of the same arms' games
+  arms that show them, overall (real explanations: sham arms, a sanity check, only have their own mode)
+  and per arm ("mode"), against the baseline of the same arms' games
   without explanations (controlled: odd blocks; at-will: games that never used them). Each point has a
   z-test against that baseline; the trend over the scale is a logistic regression with
   participant-clustered errors (odds ratio per rating step up).
@@ -38,6 +39,11 @@ def _rated(frames: Frames) -> pd.DataFrame:
     return ratings[(ratings["explained"] == 1) & (ratings["expl_arm"] == 1)]
 
 
+def _real(frame: pd.DataFrame) -> pd.DataFrame:
+    """What "overall" pools: the rows of arms that show no sham explanation (frames.py `sham`)."""
+    return frame[frame["sham"] != 1]
+
+
 def _win_points(ratings: pd.DataFrame, baseline_games: pd.DataFrame) -> list[dict]:
     grouped = ratings.groupby("rank").agg(n=("won", "size"), wins=("won", "sum"), games=("game_id", "nunique"))
     base_wins, base_n = float(baseline_games["won"].sum()), len(baseline_games)
@@ -57,7 +63,7 @@ def by_helpfulness(frames: Frames) -> dict:
         return {"missing": "no helpfulness ratings of rounds with explanations"}
     games = frames.games
     baseline_games = games[(games["expl_arm"] == 1) & (games["shows"] == 0)]
-    groups = [(OVERALL, rated, baseline_games)] + [
+    groups = [(OVERALL, _real(rated), _real(baseline_games))] + [
         (arm, rated[rated["arm"] == arm], baseline_games[baseline_games["arm"] == arm]) for arm in _modes(frames)]
     points, baselines, trends = {}, {}, {}
     for mode, ratings, base in groups:
@@ -76,7 +82,7 @@ def difficulty_by_rating(frames: Frames) -> dict:
                            "(games.difficulty)"}
     points, correlations = {}, {}
     for mode in [OVERALL] + _modes(frames):
-        ratings = rated if mode == OVERALL else rated[rated["arm"] == mode]
+        ratings = _real(rated) if mode == OVERALL else rated[rated["arm"] == mode]
         by_rank = dict(tuple(ratings.groupby("rank")["difficulty"]))
         points[mode] = []
         for rank, label in enumerate(RATINGS):
@@ -103,7 +109,7 @@ def rating_histograms(frames: Frames) -> dict:
     ratings, modes = frames.ratings, _modes(frames)
     explained = ratings[ratings["explained"] == 1]
     unexplained = ratings[ratings["explained"] != 1]
-    helpfulness = {OVERALL: _counts(explained["rating"], RATINGS),
+    helpfulness = {OVERALL: _counts(_real(explained)["rating"], RATINGS),
                    **{arm: _counts(explained.loc[explained["arm"] == arm, "rating"], RATINGS) for arm in modes}}
     without = {OVERALL: _counts(unexplained["rating"], RATINGS),
                **{arm: _counts(unexplained.loc[unexplained["arm"] == arm, "rating"], RATINGS)

@@ -23,6 +23,7 @@ report = {
                                "arms": {...}}}},
   "controlled": {                                  # pooled over the analysed controlled studies
     "table1": [row], "studies": [id], "arms": [arm showing explanations], "control_arms": [arm],
+    "sham_arms": [arm],                            # arms of "arms" that show a sham: own rows, in no overall row
     "blocks": [int],
     "by_block": [{"arm", "block": int, "with_expl": bool, "n_games", "win_rate", "ci", "score"}],
     "control_group": {"arms", "even_blocks": cell, "odd_blocks": cell, "difference", "difference_ci",
@@ -219,7 +220,9 @@ def methods(frames: Frames, exclusions: dict) -> str:
         (f"Controlled studies: block b is session b-1 (blocks {blocks[0]}-{blocks[-1]} here); odd blocks are played "
          "without explanations and even blocks with them; 'no expl' pools the odd blocks, 'with expl' the even "
          "ones, and the group baseline is block 1. The arms without explanations (WithoutExpl) enter only "
-         "'overall_inc_none'." if blocks else "No controlled games with known blocks."),
+         "'overall_inc_none'. Sham arms (each image shows a real explainer's output for another image of its "
+         "round, a sanity check) have their own rows and enter neither overall row nor the effect net of practice."
+         if blocks else "No controlled games with known blocks."),
         "At-will studies: a game used explanations when any of its rounds had them; adoption halves split all games "
         "ordered by play index (ties by start time) at half their number.",
         "Win rates carry Wilson 95% intervals and scores t intervals. The paper's tests are two-proportion z-tests "

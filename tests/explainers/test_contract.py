@@ -1,6 +1,7 @@
 """Every entry of EXPLAINERS, run with the tiny agent: JSON-safe, deterministic for a seed, and the
 payload schema of its kind (what the frontend's renderer for that kind relies on)."""
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,15 +21,17 @@ def agent(tiny_agent_dir):
 def options(agent_world, tiny_nle_dir, tmp_path_factory):
     return {"relqa": {"world": agent_world, "min_bank": 50, "progress": False,
                       "cache_dir": tmp_path_factory.mktemp("relqa_cache")},
-            "nle": {"model": tiny_nle_dir}}
+            "nle": {"model": tiny_nle_dir}, "nle-other": {"model": tiny_nle_dir}}
 
 
 @pytest.fixture(scope="module")
 def requests(agent, agent_world):
     images = [np.asarray(Image.open(p).convert("RGB")) for p in sorted((agent_world / "images").glob("*.png"))[:3]]
     questions = ["How many cubes are there?", "What color is the large sphere?", "is there a red thing left of the cube?"]
-    return [ExplanationRequest(image, q, out, seed=7)
-            for image, q, out in zip(images, questions, agent.answer(images, questions))]
+    plain = tuple(ExplanationRequest(image, q, out, seed=7)
+                  for image, q, out in zip(images, questions, agent.answer(images, questions)))
+    # as the server sends them: each request knows its round (sham explainers show another image's explanation)
+    return [replace(r, round_requests=plain, position=k) for k, r in enumerate(plain)]
 
 
 def check_schema(kind: str, payload: dict, request: ExplanationRequest) -> None:

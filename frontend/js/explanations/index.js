@@ -16,8 +16,16 @@ export const LABELS = {
   introspect: "What the agent looked at",
 };
 
+// Sham explainers (explainers/sham.py, sanity checks) -> the real explainer they imitate: the participant
+// must not be able to tell them apart, so they get its label and its description in the instructions.
+export const SHAMS = {"attention-shuffled": "attention", "nle-other": "nle"};
+
+export function shownAs(explainer) {
+  return SHAMS[explainer] || explainer;
+}
+
 export function labelFor(explanation) {
-  return LABELS[explanation.explainer] || explanation.explainer || explanation.kind || "Explanation";
+  return LABELS[shownAs(explanation.explainer)] || explanation.explainer || explanation.kind || "Explanation";
 }
 
 // options.mode: "overlay" (attention drawn over an image: no label, positioned by CSS), "compact"

@@ -1,6 +1,7 @@
 // Stage "instructions": the rules for this participant's setting (state.instructions), a worked example
 // drawn with HTML and CSS, and the Start button (`begin {}`).
 import { h, plural } from "../dom.js";
+import { shownAs } from "../explanations/index.js";
 
 const MODE_TEXT = {
   attention: "Attention: a heatmap over an image showing where the agent looked, and outlines of the objects with the share of attention each got.",
@@ -29,7 +30,7 @@ export function render(state, ctx) {
       p.games_total ? h("li", {text: `You will play ${plural(p.games_total, "game")}.`}) : null),
     modes.length ? h("section", {class: "modes"},
       h("h2", {text: "The explanations"}),
-      h("ul", {}, modes.map((mode) => h("li", {text: MODE_TEXT[mode] || mode})))) : null,
+      h("ul", {}, modes.map((mode) => h("li", {text: MODE_TEXT[shownAs(mode)] || mode})))) : null,
     example(s, explained),
     h("button", {id: "begin", type: "button", class: "primary", disabled: Boolean(ctx.ui.busy),
                  onclick: () => ctx.emit("begin", {}), text: "Start the first game"}));
