@@ -480,6 +480,57 @@ def _analysis_summary(report: dict, written: dict) -> str:
     return "\n".join(lines)
 
 
+def _simulation_inputs(args: argparse.Namespace, what: str):
+    """The study and the player mix of `exag simulate` (and its `power`), checked before any world is laid out."""
+    from game.study import load_study
+    from server.simulate import parse_players, study_file
+
+    if args.study is None or args.out is None:
+        raise ValueError(f"{what} needs --study STUDY.json and --out DIR")
+    return load_study(study_file(args.study)), parse_players(args.players)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from server.simulate import SimulationConfig, format_summary, simulate
+
+    study, players = _simulation_inputs(args, "exag simulate")
+    if args.participants is None or args.participants < 1:
+        raise ValueError("exag simulate needs --participants N (at least 1)")
+    token = args.admin_token or os.environ.get("EXAG_ADMIN_TOKEN", "")
+    if args.url and not token:
+        raise ValueError("--url needs the server's admin token (--admin-token or EXAG_ADMIN_TOKEN): the study is "
+                         "created and its events exported through the admin pages")
+    world = _default_world(args.world)
+    if not args.url:
+        _seed_pool_embeddings(world, args.agent, Path("data/server"))
+    summary = simulate(SimulationConfig(study=args.study, participants=args.participants, out=args.out,
+                                        players=players, world=world, agent=args.agent, url=args.url,
+                                        admin_token=token, seed=args.seed, threads=args.threads,
+                                        export_format=args.format))
+    print(format_summary(summary))
+    print(f"export: {summary['export']} (exag analyze --data {summary['export']} --out REPORT_DIR); "
+          f"summary: {args.out / 'summary.json'}")
+    return 1 if summary["errors"] else 0
+
+
+def _simulate_power(args: argparse.Namespace) -> int:
+    from experiments.power import PowerConfig, format_power, parse_sizes, power
+
+    study, players = _simulation_inputs(args, "exag simulate power")
+    sizes = parse_sizes(args.sizes)
+    if study.kind != "controlled":
+        raise ValueError(f"{args.study}: power is computed on Table 1, which needs a controlled study")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    world = _default_world(args.world)
+    _seed_pool_embeddings(world, args.agent, Path("data/server"))
+    report = power(PowerConfig(study=args.study, sizes=sizes, repeats=args.repeats, out=args.out, players=players,
+                               world=world, agent=args.agent, seed=args.seed, processes=args.processes,
+                               threads=args.threads))
+    print(format_power(report))
+    return 1 if report["errors"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exag", description="ExAG: explanation-assisted image guessing "
                                      "games, their agents, explainers and analysis.")
@@ -737,6 +788,50 @@ def build_parser() -> argparse.ArgumentParser:
                          help="exclude participants with any of these quality flags, comma-separated: "
                               "no_questions, fast_games, straight_lined (default: exclude none)")
     analyze.set_defaults(run=_analyze)
+
+    simulate = commands.add_parser(
+        "simulate", help="a whole study played by simulated participants, exported for `exag analyze`",
+        description="Simulated participants (game/participant.py presets) play a whole study through the real game: "
+                    "in-process (the server's Play service, rules, inference worker and a private embedded Redis, "
+                    "no sockets) or, with --url, a running server over Socket.IO. Writes OUT/export/ (what `exag "
+                    "export` writes) and OUT/summary.json, and prints win rates by arm with and without "
+                    "explanations. `exag simulate power --help`: the participants a study needs.")
+    simulate.add_argument("--study", type=Path, default=None, help="the study file (JSON, as in studies/)")
+    simulate.add_argument("--participants", type=int, default=None, metavar="N", help="simulated participants")
+    simulate.add_argument("--players", default=None, metavar="PRESET[=SHARE],...",
+                          help="preset mix, e.g. careful=0.5,hasty=0.5 (shares sum to 1; default: "
+                               "game/participant.py's DEFAULT_MIX of all four presets)")
+    simulate.add_argument("--out", type=Path, default=None, help="output directory")
+    simulate.add_argument("--agent", default="default", help="in-process: the agent (name or checkpoint directory)")
+    simulate.add_argument("--url", default=None, help="play a running server instead, e.g. http://127.0.0.1:5000")
+    simulate.add_argument("--admin-token", default=None,
+                          help="--url: the server's admin token (default: EXAG_ADMIN_TOKEN)")
+    simulate.add_argument("--seed", type=int, default=0,
+                          help="seed of the participants and of the in-process server (default 0)")
+    simulate.add_argument("--world", type=Path, default=None, help=f"{WORLD_HELP}; with --url, the server's world")
+    simulate.add_argument("--threads", type=int, default=8, metavar="T",
+                          help="participants playing at once (default 8: the worker batches their rounds)")
+    simulate.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv", help="export format")
+    simulate.set_defaults(run=_simulate)
+    simulate_commands = simulate.add_subparsers(dest="simulate_command", metavar="power")
+    power = simulate_commands.add_parser(
+        "power", help="share of simulated studies reaching p < 0.05, by number of participants",
+        description="Repeats fresh simulated studies (in-process) at each number of participants and reports the "
+                    "share whose Table 1 comparison (overall and each mode; naive z-test and participant-clustered "
+                    "GEE) reaches p < 0.05, with the participants needed for 80% power. Writes OUT/power.json, "
+                    "OUT/power.csv and OUT/power.png/.svg. Costs sizes x repeats whole studies.")
+    power.add_argument("--study", type=Path, required=True, help="the study file (a controlled study)")
+    power.add_argument("--sizes", required=True, help="numbers of participants, e.g. 10,20,40,80")
+    power.add_argument("--repeats", type=int, required=True, help="simulated studies per size")
+    power.add_argument("--out", type=Path, required=True, help="output directory")
+    power.add_argument("--players", default=None, metavar="PRESET[=SHARE],...", help="preset mix (as exag simulate)")
+    power.add_argument("--agent", default="default")
+    power.add_argument("--world", type=Path, default=None, help=WORLD_HELP)
+    power.add_argument("--seed", type=int, default=0)
+    power.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                       help="studies played side by side (default: one per core)")
+    power.add_argument("--threads", type=int, default=8, help="participants at once within a process (default 8)")
+    power.set_defaults(run=_simulate_power)
     return parser
 
 

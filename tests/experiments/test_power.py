@@ -1,0 +1,53 @@
+"""`exag simulate power`: fresh simulated studies at each size, in worker processes, analysed by Table 1."""
+from __future__ import annotations
+
+import csv
+import json
+
+from experiments.power import PowerConfig, participants_for, power, power_table
+
+STUDY = {"study_id": "pow", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
+
+
+def test_power_table_and_participants_for_target():
+    def study(size, overall_p, clustered_p):
+        return {"participants": size, "tests": {"overall": {"difference": 0.1, "p_value": overall_p,
+                                                            "p_value_clustered": clustered_p}}}
+    studies = [study(10, 0.2, 0.3), study(10, 0.01, None), study(20, 0.01, 0.04), study(20, 0.001, 0.2),
+               study(40, 0.01, 0.01), study(40, 0.02, 0.03)]
+    rows = power_table(studies)
+    naive = {r["participants"]: r["power"] for r in rows if r["test"] == "naive"}
+    clustered = {r["participants"]: r for r in rows if r["test"] == "clustered"}
+    assert naive == {10: 0.5, 20: 1.0, 40: 1.0}
+    assert clustered[10]["power"] == 0.0 and clustered[10]["not_computed"] == 1 and clustered[40]["power"] == 1.0
+    assert participants_for(rows, "overall", "naive", 0.8) == 10 + (0.8 - 0.5) / 0.5 * 10     # interpolated: 16
+    assert participants_for(rows, "overall", "clustered", 0.8) == 20 + (0.8 - 0.5) / 0.5 * 20  # 32
+    assert participants_for(rows, "overall", "naive", 0.4) == 10.0                          # reached at once
+    assert participants_for(rows, "overall", "clustered", 1.01) is None                     # never
+
+
+def test_power_on_a_tiny_study(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(STUDY))
+    out = tmp_path / "power"
+    report = power(PowerConfig(study=path, sizes=(2, 4), repeats=2, out=out, players={"careful": 0.5, "hasty": 0.5},
+                               world=agent_world, agent=str(tiny_agent_dir), seed=0, processes=2, threads=2,
+                               explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
+                               progress=False))
+    written = json.loads((out / "power.json").read_text())
+    assert {"study", "sizes", "repeats", "alpha", "target", "method", "tests", "power", "participants_for_target",
+            "cost", "errors", "studies"} <= set(written)
+    assert written["errors"] == [] and len(written["studies"]) == 4
+    assert sorted((s["participants"], s["repeat"]) for s in written["studies"]) == [(2, 0), (2, 1), (4, 0), (4, 1)]
+    assert all(s["games"] == s["participants"] * 4 for s in written["studies"])
+    assert written["cost"]["games"] == (2 + 4) * 2 * 4 and "no resampling" in written["method"]
+    modes = {r["mode"] for r in written["power"]}
+    assert "overall" in modes and "both" in modes
+    assert {r["participants"] for r in written["power"]} == {2, 4} and {r["test"] for r in written["power"]} == \
+        {"naive", "clustered"}
+    assert all(0.0 <= r["power"] <= 1.0 and r["studies"] == 2 for r in written["power"])
+    assert set(written["participants_for_target"]["overall"]) == {"naive", "clustered"}
+    with open(out / "power.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(written["power"])
+    assert (out / "power.png").stat().st_size > 1000 and (out / "power.svg").is_file()
+    assert report["cost"]["games"] == written["cost"]["games"]

@@ -1,0 +1,128 @@
+"""`exag simulate`: simulated participants (game/participant.py presets) play a tiny study through the real
+game, in-process and through a live server over Socket.IO, and `exag analyze` reads what they wrote."""
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+from server_setup import server_config
+
+import exag_cli
+from experiments.analysis import analyze, load_tables
+from server.pool import GamePool
+from server.simulate import EXPORT_DIR, Eyes, SimulationConfig, members, parse_players, simulate
+
+# the paper's structure in small: 4 sessions of 1 game, alternating without/with explanations
+STUDY = {"study_id": "simctl", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"], "sessions": 4,
+         "games_per_session": 1, "completion_code": "CODE-SIM"}
+MIX = {"careful": 0.5, "hasty": 0.5}
+
+
+def write_study(directory, **changes) -> str:
+    path = directory / "study.json"
+    path.write_text(json.dumps({**STUDY, **changes}))
+    return path
+
+
+def check_export(out, participants: int, games: int) -> dict:
+    """The export is what `exag export` writes, and the analysis reads it (as `exag analyze` does)."""
+    export = out / EXPORT_DIR
+    for table in ("games", "rounds", "ratings", "explanations", "participants"):
+        assert (export / f"{table}.csv").is_file(), table
+    assert (export / "events.jsonl").is_file()
+    report = analyze(load_tables(export))
+    assert report["n"]["games"] == games and report["n"]["participants"] == participants
+    modes = {row["mode"] for row in report["controlled"]["table1"]}
+    assert "overall" in modes
+    return report
+
+
+def check_summary(summary: dict, participants: int, games: int) -> None:
+    assert summary["errors"] == {}, summary["errors"]
+    assert summary["participants"] == summary["finished"] == participants
+    assert summary["games"] == games
+    assert sum(cell["participants"] for cell in summary["by_arm"].values()) == participants
+    assert set(summary["by_preset"]) <= set(MIX)
+    overall = summary["overall"]
+    assert overall["with_explanations"]["games"] + overall["without_explanations"]["games"] == overall["games"]
+    assert summary["eyes"]["by_hash"] == games * 5 and summary["eyes"]["by_pixels"] == 0   # 5 images a game
+
+
+def test_players_mix_and_members():
+    assert parse_players("careful=0.25,hasty=0.75") == {"careful": 0.25, "hasty": 0.75}
+    assert parse_players("careful,hasty") == {"careful": 0.5, "hasty": 0.5}
+    assert abs(sum(parse_players(None).values()) - 1) < 1e-9
+    for bad, said in (("carefull=1", "unknown preset"), ("careful=0.5,hasty=0.4", "sum to 1"),
+                      ("careful=0.5,hasty", "every preset a share"), ("careful=x", "must be a number"),
+                      ("careful=0.5,careful=0.5", "twice")):
+        with pytest.raises(ValueError, match=said):
+            parse_players(bad)
+    who = members({"careful": 0.5, "hasty": 0.3, "over-trusting": 0.2}, 7, seed=3, run="t")
+    assert [m.preset for m in who].count("careful") == 4 and len({m.pid for m in who}) == 7
+    assert who == members({"careful": 0.5, "hasty": 0.3, "over-trusting": 0.2}, 7, seed=3, run="t")
+    with pytest.raises(ValueError, match="at least 1"):
+        members(MIX, 0, seed=0, run="t")
+
+
+def test_eyes_recognise_images_by_content(agent_world):
+    pool = GamePool(agent_world)
+    eyes = Eyes(pool)
+    served = pool.image_path(3).read_bytes()
+    assert eyes.recognise(served) == 3 and eyes.by_hash == 1
+    pixels = np.asarray(Image.open(io.BytesIO(served)).convert("RGB")).astype(int)
+    pixels[::7, ::5] = np.clip(pixels[::7, ::5] + 3, 0, 255)            # re-encoded, slightly changed
+    changed = io.BytesIO()
+    Image.fromarray(pixels.astype(np.uint8)).save(changed, format="PNG")
+    assert eyes.recognise(changed.getvalue()) == 3 and eyes.by_pixels == 1
+    noise = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, pixels.shape, dtype=np.uint8)).save(noise, format="PNG")
+    with pytest.raises(ValueError, match="none of"):
+        eyes.recognise(noise.getvalue())
+
+
+def test_inprocess_study_is_exported_and_analysed(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    options = server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path, tmp_path).explainer_options
+    out = tmp_path / "out"
+    summary = simulate(SimulationConfig(study=write_study(tmp_path), participants=4, out=out, players=MIX,
+                                        world=agent_world, agent=str(tiny_agent_dir), seed=1, threads=2,
+                                        explainer_options=options, progress=False))
+    check_summary(summary, 4, 16)
+    assert set(summary["by_arm"]) == set(STUDY["arms"])        # the server balanced the arms
+    assert json.loads((out / "summary.json").read_text())["games"] == 16
+    report = check_export(out, 4, 16)
+    assert report["n"]["rounds"] > 16                          # they asked questions, rated, explained
+
+
+def test_study_through_a_live_server(live_server, agent_world, tmp_path):
+    out = tmp_path / "out"
+    summary = simulate(SimulationConfig(study=write_study(tmp_path, study_id="simlive", arms=["none", "both"]),
+                                        participants=2, out=out, players=MIX, world=agent_world, seed=2, threads=2,
+                                        url=live_server.url, admin_token="test-admin", progress=False))
+    check_summary(summary, 2, 8)
+    assert set(summary["by_arm"]) == {"none", "both"}
+    check_export(out, 2, 8)
+
+
+def test_cli_errors_are_clear(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("EXAG_ADMIN_TOKEN", raising=False)
+    study = write_study(tmp_path)
+    cases = [(["simulate", "--study", str(tmp_path / "nope.json"), "--participants", "2", "--out", str(tmp_path)],
+              "no study file"),
+             (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path), "--players",
+               "careful=0.5,reckless=0.5"], "unknown preset 'reckless'"),
+             (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path), "--players",
+               "careful=0.5,hasty=0.2"], "sum to 1"),
+             (["simulate", "--participants", "2", "--out", str(tmp_path)], "--study"),
+             (["simulate", "--study", str(study), "--participants", "0", "--out", str(tmp_path)], "at least 1"),
+             (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path), "--url",
+               "http://127.0.0.1:9"], "admin token"),
+             (["simulate", "power", "--study", str(study), "--sizes", "10,x", "--repeats", "2", "--out",
+               str(tmp_path)], "--sizes"),
+             (["simulate", "power", "--study", str(write_study(tmp_path, kind="at-will", arms=["both"], sessions=1)),
+               "--sizes", "4", "--repeats", "1", "--out", str(tmp_path)], "controlled study")]
+    for argv, said in cases:
+        assert exag_cli.main(argv) == 2, argv
+        assert said in capsys.readouterr().err, argv
