@@ -23,15 +23,19 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   after each game from what the participant can check itself (was each answer right about the secret,
   as it sees the secret now).
 - Explanations for every image change trust_i for this round only: logit(trust_i) = logit(trust) +
-  explanation_weight * score_i, score_i in [-1, 1] from game/evidence.py (does the attention lie on the
-  objects asked about, do the related answers agree with the image, do the stated facts hold). So a wrong
-  answer whose explanation shows the agent looked at the wrong thing does not rule out the secret.
+  explanation_weight * (score_i - typical), score_i in [-1, 1] from game/evidence.py (does the attention
+  lie on the objects asked about, do the related answers agree with the image, do the stated facts hold)
+  and `typical` the running mean of the scores it has seen for that kind of explanation (people judge an
+  explanation against the ones they are used to). So a wrong answer whose explanation fits the image worse
+  than usual does not rule out the secret as firmly.
   Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
   secret: related answers count as more answers about the secret, stated facts favour the images where
   they hold.
-- Questions: "is there a red cube?", "how many spheres are there?" in the world's player phrasings,
-  chosen by expected information gain over the current belief (from `question_candidates` random
-  candidates, with softmax noise `choice_temperature`).
+- Questions: "is there a red cube?", "how many spheres are there?", "what color is the large cylinder?",
+  "is the red cube left of the ball?", "are there more cubes than cylinders?" in the world's player
+  phrasings. It thinks of `question_candidates` questions, each about an object it sees in an image drawn
+  by its belief, of a kind drawn from `question_kinds`, and asks the one with the most expected information
+  about the secret (softmax noise `choice_temperature`).
 - Rating (before the outcome): how much the round sharpened the belief and, with explanations, how far
   they agreed with what the participant sees, plus noise.
 - Buying (at-will): when the explanations' expected information (a running mean of what they gave)
@@ -49,18 +53,34 @@ import numpy as np
 from vqa_agent.world.parser import Unparseable, parse
 from vqa_agent.world.programs import IllPosed, ProgramError, execute
 from vqa_agent.world.questions import PHRASING_BY_ID, NounPhrase, Question
-from vqa_agent.world.scene import Scene
+from vqa_agent.world.scene import ATTRIBUTES, RELATIONS, Scene
 
 from .evidence import agreement, answer_on, facts_hold, matching, words_hold
 from .perception import PerceptionErrors, perceive
 from .settings import RATINGS
 
 # The phrasings people type in a guessing game (the world's own, never a held-out one).
-PLAYER_PHRASINGS = {"exist": ("exist/is_there_a", "exist/do_you_see_a", "exist/are_there_any"),
-                    "count": ("count/how_many_there", "count/how_many_in_image", "count/how_many_can_you_see")}
-ANSWERS_OF_KIND = {"exist": 2, "count": 11}      # K: the answers an agent can give to each kind
-QUESTION_ATTRIBUTES = (("color",), ("shape",), ("material",), ("size",), ("color", "shape"), ("size", "shape"),
-                       ("material", "shape"), ("color", "material"), ("size", "color", "shape"))
+PLAYER_PHRASINGS = {
+    "exist": ("exist/is_there_a", "exist/do_you_see_a", "exist/are_there_any"),
+    "count": ("count/how_many_there", "count/how_many_in_image", "count/how_many_can_you_see"),
+    "query": ("query/what_attr_is", "query/what_is_the_attr_of"),
+    "relation_check": ("relation_check/is_x_rel_y",),
+    "compare_count": ("compare_count/are_there_more", "compare_count/are_there_fewer"),
+}
+# What people ask about in a guessing game, and how often (ParticipantConfig.question_kinds).
+QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
+COUNT_ANSWERS = 11                                 # "0" to "10"
+TYPICAL_AGREEMENT = 0.5     # how well it expects an explanation to fit before it has seen any (-1 to 1)
+AGREEMENT_LEARNING = 0.1    # how fast that expectation follows the explanations it sees
+
+
+def answers_of(question: Question) -> int:
+    """K: how many answers an agent can give to a question of this kind."""
+    if question.kind == "count":
+        return COUNT_ANSWERS
+    if question.kind == "query":
+        return len(ATTRIBUTES[question.attr])
+    return 2
 
 
 @dataclass(frozen=True)
@@ -71,7 +91,9 @@ class ParticipantConfig:
     trust_prior: float = 0.8             # prior mean of the agent's reliability (share of right answers)
     trust_strength: float = 10.0         # weight of that prior in answers; large: trust hardly changes
     explanation_weight: float = 2.0      # how strongly an explanation moves this round's trust (0: ignored)
-    question_candidates: int | None = None   # questions it considers each round (None: all it can think of)
+    question_candidates: int = 8         # questions it thinks of each round (each about an object it sees in
+                                         # an image it still believes in); it asks the most informative
+    question_kinds: tuple[tuple[str, float], ...] = tuple(QUESTION_KINDS.items())   # what it asks about, how often
     choice_temperature: float = 0.05     # softmax noise over information gains in bits (0: always the best)
     guess_confidence: float = 0.9        # guesses once an image is this probable
     max_questions: int | None = None     # asks at most this many questions a game (None: the game's limit)
@@ -92,12 +114,12 @@ class ParticipantConfig:
 
 PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
-    "careful": ParticipantConfig("careful", PerceptionErrors(0.02, 0.15, 0.02, 0.01), perception_confidence=0.95,
-                                 explanation_weight=2.5, question_candidates=None, choice_temperature=0.02,
-                                 guess_confidence=0.9, rating_noise=0.1),
+    "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
+                                 explanation_weight=8.0, question_candidates=10, choice_temperature=0.02,
+                                 guess_confidence=0.75, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
-                               explanation_weight=1.5, question_candidates=6, choice_temperature=0.3,
+                               explanation_weight=2.5, question_candidates=3, choice_temperature=0.3,
                                guess_confidence=0.6, max_questions=4, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
     "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
@@ -144,6 +166,7 @@ class SimulatedParticipant:
         self.wrong = (1 - config.trust_prior) * config.trust_strength
         self.explanation_gain = config.explanation_gain_prior          # running mean of bits explanations gave
         self.answer_gain = 0.5                                         # running mean of bits an answer gave
+        self.typical_agreement: dict[str, float] = {}                  # running mean agreement, per kind
         self.tokens: list[str] = []
         self.scenes: list[Scene] = []
         self.belief = np.ones(1)
@@ -222,7 +245,7 @@ class SimulatedParticipant:
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
         seen = [_answer(question, scene) for scene in self.scenes]
         c = trusts * self.config.perception_confidence
-        chance = 1.0 / ANSWERS_OF_KIND.get(question.kind, 8)
+        chance = 1.0 / answers_of(question)
         return np.array([ci * (s == answer) + (1 - ci) * chance if s is not None else chance
                          for ci, s in zip(c, seen)])
 
@@ -238,9 +261,19 @@ class SimulatedParticipant:
         target = memory.question.phrases[0].attrs
         every = explanations.get("for_every_image") or {}
         scores: list[float | None] = []
+        seen: dict[str, list[float]] = {}
         for token, scene in zip(self.tokens, self.scenes):
-            checked = [a for e in every.get(token, []) if (a := agreement(e, scene, target)) is not None]
+            checked = []
+            for e in every.get(token, []):
+                score = agreement(e, scene, target)
+                if score is not None:
+                    # judged against how well explanations of this kind usually fit (people learn that)
+                    checked.append(score - self.typical_agreement.get(e["kind"], TYPICAL_AGREEMENT))
+                    seen.setdefault(e["kind"], []).append(score)
             scores.append(float(np.mean(checked)) if checked else None)
+        for kind, values in seen.items():
+            typical = self.typical_agreement.get(kind, TYPICAL_AGREEMENT)
+            self.typical_agreement[kind] = typical + AGREEMENT_LEARNING * (float(np.mean(values)) - typical)
         belief = self._update(memory.belief_before, memory.question, answer, self._trusts(scores))
         belief = self._secret_evidence(belief, explanations.get("for_the_secret") or [])
         agreements = [s for s in scores if s is not None]
@@ -308,9 +341,6 @@ class SimulatedParticipant:
 
     def _choose_question(self) -> Question:
         candidates = self._candidates()
-        if self.config.question_candidates is not None and len(candidates) > self.config.question_candidates:
-            picks = self.rng.choice(len(candidates), self.config.question_candidates, replace=False)
-            candidates = [candidates[int(i)] for i in sorted(picks)]
         gains = np.array([self._expected_gain(q) for q in candidates])
         if self.config.choice_temperature > 0:
             weights = np.exp((gains - gains.max()) / self.config.choice_temperature)
@@ -318,20 +348,30 @@ class SimulatedParticipant:
         return candidates[int(np.argmax(gains))]
 
     def _candidates(self) -> list[Question]:
-        """exist and count questions about attribute combinations it sees in the images it still believes in."""
-        alive = [s for s, p in zip(self.scenes, self.belief) if p > 1e-3]
-        combos = {tuple((a, o.attribute(a)) for a in attrs) for s in alive for o in s.objects
-                  for attrs in QUESTION_ATTRIBUTES}
-        asked = {_key(q) for q in self.asked}
-        questions = [Question(kind, [NounPhrase(dict(combo))]) for combo in sorted(combos) for kind in ("exist", "count")]
-        return [q for q in questions if _key(q) not in asked] or questions
+        """The questions that come to its mind: each about an object it sees in an image it still believes
+        in (images drawn by belief), of a kind drawn from question_kinds; never one it asked this game."""
+        kinds, weights = zip(*self.config.question_kinds)
+        weights = np.array(weights, float) / sum(weights)
+        asked, found = {_key(q) for q in self.asked}, {}
+        for _ in range(self.config.question_candidates * 4):
+            if len(found) >= self.config.question_candidates:
+                break
+            scene = self.scenes[int(self.rng.choice(len(self.scenes), p=self.belief))]
+            if not scene.objects:
+                continue
+            question = _question_about(scene, str(self.rng.choice(kinds, p=weights)), self.rng)
+            if question is not None and _key(question) not in asked:
+                found.setdefault(_key(question), question)
+        return list(found.values()) or [Question("count", [NounPhrase({})])]
 
     def _expected_gain(self, question: Question) -> float:
         """Expected bits about the secret from the agent's answer, with the trust it has now."""
         seen = [_answer(question, scene) for scene in self.scenes]
         c = self.trust * self.config.perception_confidence
-        chance = 1.0 / ANSWERS_OF_KIND[question.kind]
+        chance = 1.0 / answers_of(question)
         outcomes = sorted({s for s in seen if s is not None})
+        if not outcomes:          # it cannot tell the answer in any image: the answer would tell it nothing
+            return 0.0
         # P(a | i) for each answer it can expect, plus "anything else" (the rest of the answer's kind)
         table = np.array([[c * (s == a) + (1 - c) * chance if s is not None else chance for s in seen]
                           for a in outcomes])
@@ -343,8 +383,8 @@ class SimulatedParticipant:
         return entropy(self.belief) - after
 
     def _phrase(self, question: Question) -> str:
-        phrasing = PHRASING_BY_ID[str(self.rng.choice(PLAYER_PHRASINGS[question.kind]))]
-        return phrasing.render(question, self.rng)
+        fitting = [i for i in PLAYER_PHRASINGS[question.kind] if PHRASING_BY_ID[i].applies(question)]
+        return PHRASING_BY_ID[str(self.rng.choice(fitting))].render(question, self.rng)
 
 
 def _answer(question: Question, scene: Scene) -> str | None:
@@ -359,8 +399,42 @@ def _answer(question: Question, scene: Scene) -> str | None:
         return None
 
 
+def _some_attributes(obj, rng: np.random.Generator, most: int, without: str | None = None) -> dict[str, str]:
+    """1 to `most` of an object's attributes, as a person would name it (the shape more often than not)."""
+    names = [a for a in ("color", "size", "material") if a != without]
+    chosen = list(rng.choice(names, int(rng.integers(1, most + 1)) - 1, replace=False)) if most > 1 else []
+    if without != "shape" and (rng.random() < 0.7 or not chosen):
+        chosen.append("shape")
+    elif not chosen:
+        chosen.append(str(rng.choice(names)))
+    return {a: obj.attribute(a) for a in chosen}
+
+
+def _question_about(scene: Scene, kind: str, rng: np.random.Generator) -> Question | None:
+    """A question of `kind` about an object of the scene (or two, for relations and comparisons)."""
+    obj = scene.objects[int(rng.integers(len(scene.objects)))]
+    if kind in ("exist", "count"):
+        return Question(kind, [NounPhrase(_some_attributes(obj, rng, 3 if kind == "exist" else 2))])
+    if kind == "query":
+        attr = str(rng.choice(["color", "material", "shape", "size"], p=[0.4, 0.2, 0.25, 0.15]))
+        return Question("query", [NounPhrase(_some_attributes(obj, rng, 2, without=attr))], attr=attr)
+    if kind == "relation_check":
+        if len(scene.objects) < 2:
+            return None
+        i, j = (int(x) for x in rng.choice(len(scene.objects), 2, replace=False))
+        relation = str(rng.choice(RELATIONS))
+        return Question("relation_check", [NounPhrase(_some_attributes(scene.objects[i], rng, 2)),
+                                           NounPhrase(_some_attributes(scene.objects[j], rng, 2))], op=relation)
+    if kind == "compare_count":
+        first, second = rng.choice(ATTRIBUTES["shape"], 2, replace=False)
+        return Question("compare_count", [NounPhrase({"shape": str(first)}), NounPhrase({"shape": str(second)})],
+                        op=str(rng.choice(["more", "fewer"])))
+    raise ValueError(f"unknown question kind {kind!r}")
+
+
 def _key(question: Question) -> tuple:
-    return question.kind, tuple(sorted(question.phrases[0].attrs.items()))
+    return (question.kind, question.attr, question.op,
+            tuple(tuple(sorted(p.attrs.items())) for p in question.phrases))
 
 
 def _question_of(text: str) -> Question | None:
