@@ -176,8 +176,11 @@ def power_table(studies: list[dict], alpha: float = ALPHA) -> list[dict]:
             for test, key in TESTS.items():
                 ps = [c.get(key) for c in cells]
                 significant = sum(p is not None and p < alpha for p in ps)
+                # which way: an explanation arm should help, a sham arm harm
+                helped = sum(c.get(key) is not None and c[key] < alpha and (c.get("difference") or 0) > 0 for c in cells)
                 rows.append({"participants": size, "mode": mode, "test": test, "studies": len(mine),
                              "significant": significant, "power": significant / len(mine),
+                             "significant_improvement": helped, "significant_harm": significant - helped,
                              "not_computed": sum(p is None for p in ps),
                              "mean_difference": float(np.mean(differences)) if differences else None})
     return rows

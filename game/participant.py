@@ -23,11 +23,11 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   after each game from what the participant can check itself (was each answer right about the secret,
   as it sees the secret now).
 - Explanations for every image change trust_i for this round only: logit(trust_i) = logit(trust) +
-  explanation_weight * (score_i - typical), score_i in [-1, 1] from game/evidence.py (does the attention
+  explanation_weight * min(score_i - typical, 0), score_i in [-1, 1] from game/evidence.py (does the attention
   lie on the objects asked about, do the related answers agree with the image, do the stated facts hold)
   and `typical` the running mean of the scores it has seen for that kind of explanation (people judge an
   explanation against the ones they are used to). So a wrong answer whose explanation fits the image worse
-  than usual does not rule out the secret as firmly.
+  than usual does not rule out the secret as firmly (a good fit raises nothing: it is what people expect).
   Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
   secret: related answers count as more answers about the secret, stated facts favour the images where
   they hold.
@@ -38,8 +38,8 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   about the secret (softmax noise `choice_temperature`).
 - Rating (before the outcome): how much the round sharpened the belief and, with explanations, how far
   they agreed with what the participant sees, plus noise.
-- Buying (at-will): when the explanations' expected information (a running mean of what they gave)
-  is worth more than the questions their points would buy.
+- Buying (at-will): in a share `buy_rate` of the rounds, while it can still afford another question
+  and is not yet sure.
 - Guess: the most probable image once its probability reaches guess_confidence, or when no question is
   left that could still leave points to win.
 """
@@ -98,16 +98,17 @@ class ParticipantConfig:
     guess_confidence: float = 0.9        # guesses once an image is this probable
     max_questions: int | None = None     # asks at most this many questions a game (None: the game's limit)
     min_questions: int = 1               # the study's minimum before a guess (the runner sets it from the study)
-    buy_thrift: float = 1.0              # at-will: buys when expected bits > thrift * bits its points would buy
-    explanation_gain_prior: float = 0.5  # expected bits from explanations before it has seen any
+    buy_rate: float = 0.5                # at-will: the share of rounds it buys explanations in, while it can
+                                         # afford them and one more question and is not yet sure
     rating_noise: float = 0.1            # noise of its helpfulness judgement (score units, see rate())
 
     def __post_init__(self) -> None:
         for name in ("perception_confidence", "trust_prior", "guess_confidence"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
-        for name in ("trust_strength", "explanation_weight", "choice_temperature", "buy_thrift",
-                     "explanation_gain_prior", "rating_noise"):
+        if not 0.0 <= self.buy_rate <= 1.0:
+            raise ValueError(f"buy_rate must be in [0, 1], got {self.buy_rate}")
+        for name in ("trust_strength", "explanation_weight", "choice_temperature", "rating_noise"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
 
@@ -116,19 +117,19 @@ PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
     "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
                                  explanation_weight=8.0, question_candidates=10, choice_temperature=0.02,
-                                 guess_confidence=0.75, rating_noise=0.1),
+                                 guess_confidence=0.75, buy_rate=0.6, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
                                explanation_weight=2.5, question_candidates=3, choice_temperature=0.3,
-                               guess_confidence=0.6, max_questions=4, rating_noise=0.3),
+                               guess_confidence=0.6, max_questions=4, buy_rate=0.3, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
     "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
                                               perception_confidence=0.95, explanation_weight=0.0,
-                                              explanation_gain_prior=0.0, guess_confidence=0.9, rating_noise=0.3),
+                                              buy_rate=0.0, guess_confidence=0.9, rating_noise=0.3),
     # takes every answer as true and hardly lets explanations or mistakes change that
     "over-trusting": ParticipantConfig("over-trusting", PerceptionErrors(0.05, 0.3, 0.05, 0.02),
                                        perception_confidence=0.95, trust_prior=0.98, trust_strength=500.0,
-                                       explanation_weight=0.5, guess_confidence=0.8, rating_noise=0.2),
+                                       explanation_weight=0.5, guess_confidence=0.8, buy_rate=0.3, rating_noise=0.2),
 }
 DEFAULT_MIX = {"careful": 0.4, "hasty": 0.3, "over-trusting": 0.2, "ignores-explanations": 0.1}
 
@@ -164,8 +165,6 @@ class SimulatedParticipant:
         self.rng = np.random.default_rng(seed)
         self.right = config.trust_prior * config.trust_strength          # Beta(right, wrong) over reliability
         self.wrong = (1 - config.trust_prior) * config.trust_strength
-        self.explanation_gain = config.explanation_gain_prior          # running mean of bits explanations gave
-        self.answer_gain = 0.5                                         # running mean of bits an answer gave
         self.typical_agreement: dict[str, float] = {}                  # running mean agreement, per kind
         self.tokens: list[str] = []
         self.scenes: list[Scene] = []
@@ -222,12 +221,9 @@ class SimulatedParticipant:
             memory = self.round = RoundMemory(_question_of(last["question"]), self.belief.copy())
         if memory.plain is None:
             memory.plain = self._update(memory.belief_before, memory.question, last["answer"], self._trusts(None))
-            self.answer_gain += 0.2 * (entropy(memory.belief_before) - entropy(memory.plain) - self.answer_gain)
         explanations = last.get("explanations")
         if explanations and memory.explained is None:
             memory.explained, memory.agreement = self._read_explanations(memory, last["answer"], explanations)
-            gain = max(entropy(memory.plain) - entropy(memory.explained), 0.0)
-            self.explanation_gain += 0.3 * (gain - self.explanation_gain)
         if not explanations and not last["explained"] and self._wants_explanations(game, memory):
             memory.bought = True
             return "explain", {}
@@ -235,11 +231,13 @@ class SimulatedParticipant:
         return "rate", {"rating": self._rating(memory)}
 
     def _trusts(self, scores: list[float | None] | None) -> np.ndarray:
-        """This round's trust in the agent for each image: the general trust, moved by the explanations."""
+        """This round's trust in the agent for each image: the general trust, lowered where the explanation
+        fits the image worse than usual. An explanation that fits well raises nothing: people use
+        explanations to catch wrong answers (RESEARCH.md 1), and a good fit is what they expect anyway."""
         trust = np.full(len(self.tokens), self.trust)
         if scores is not None and self.config.explanation_weight > 0:
-            shift = np.array([s if s is not None else 0.0 for s in scores])
-            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
+            worse = np.array([min(s, 0.0) if s is not None else 0.0 for s in scores])
+            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * worse)
         return trust
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
@@ -326,14 +324,15 @@ class SimulatedParticipant:
         return out_of_questions or out_of_points or float(self.belief.max()) >= self.config.guess_confidence
 
     def _wants_explanations(self, game: dict, memory: RoundMemory) -> bool:
+        """At-will: in a share buy_rate of the rounds (the paper's players bought them in most games), when
+        it can still pay for another question afterwards and the answer has not already made it sure."""
         if not game["explanations_at_will"] or self.config.explanation_weight == 0:
             return False
         if game["points"] - game["explanation_cost"] - game["question_cost"] < 1:
             return False
         if float(memory.plain.max()) >= self.config.guess_confidence:
             return False
-        per_point = max(self.answer_gain, 0.05) / max(game["question_cost"], 1)
-        return self.explanation_gain > self.config.buy_thrift * per_point * game["explanation_cost"]
+        return bool(self.rng.random() < self.config.buy_rate)
 
     def _most_probable(self) -> str:
         best = np.flatnonzero(self.belief >= self.belief.max() - 1e-12)

@@ -189,3 +189,16 @@ def test_presets_span_people():
     assert PRESETS["over-trusting"].trust_prior > PRESETS["careful"].trust_prior
     with pytest.raises(ValueError):
         ParticipantConfig(trust_prior=0.0)
+
+
+def test_at_will_it_buys_explanations_in_its_share_of_rounds_and_never_when_ignoring_them():
+    def bought(config, seed):
+        player = SimulatedParticipant(config, seed)
+        state, _ = rules.new_game("g", "p", settings_named("at-will", images=3), [10, 11, 12], TOKENS, 0, 0.0, True)
+        player.start_game(player_view(state), scenes())
+        move, payload = player.next_move(player_view(state))
+        state, _ = rules.ask(state, payload["question"], "maybe")     # an answer no image explains: still unsure
+        return player.next_move(player_view(state))[0] == "explain"
+    assert all(bought(exact(buy_rate=1.0), s) for s in range(5))
+    assert not any(bought(exact(buy_rate=0.0), s) for s in range(5))
+    assert not any(bought(PRESETS["ignores-explanations"], s) for s in range(5))
