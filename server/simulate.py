@@ -35,6 +35,7 @@ Output: OUT/export/ (what `exag export` writes: games, rounds, ratings, ... and 
 from __future__ import annotations
 
 import hashlib
+import logging
 import io
 import json
 import secrets
@@ -79,6 +80,9 @@ THUMBNAIL = (32, 24)               # downsampled pixels the eyes fall back to wh
 MAX_THUMBNAIL_DISTANCE = 12.0      # mean absolute difference (0-255) beyond which an image is not the world's
 SHARE_TOLERANCE = 1e-6
 EXPORT_DIR, SUMMARY = "export", "summary.json"
+
+
+log = logging.getLogger(__name__)
 
 
 class Refused(RuntimeError):
@@ -451,6 +455,7 @@ def play_study(server, study: StudyConfig, who: list[Member], eyes: Eyes, thread
             play_participant(connection, SimulatedParticipant(config, seed=member.seed), eyes, played, on_game)
         except Exception as error:      # noqa: BLE001: one participant's failure is reported, not fatal
             played.error = f"{type(error).__name__}: {error}"[:500]
+            log.warning("participant %s stopped", member.pid, exc_info=True)   # where, for whoever debugs it
         finally:
             if connection is not None:
                 connection.close()
