@@ -68,8 +68,8 @@ def answer_on(question: str, scene: Scene) -> str | None:
 
 def qa_agreement(payload: dict, scene: Scene) -> float | None:
     """The share of related question-answers that agree with the participant's own view of the image."""
-    checked = [answer_on(p["question"], scene) == p["answer"] for p in payload.get("pairs", [])
-               if answer_on(p["question"], scene) is not None]
+    seen = [(answer_on(p["question"], scene), p["answer"]) for p in payload.get("pairs", [])]
+    checked = [mine == theirs for mine, theirs in seen if mine is not None]
     return float(np.mean(checked)) if checked else None
 
 

@@ -274,10 +274,11 @@ class SimulatedParticipant:
             self.typical_agreement[kind] = typical + AGREEMENT_LEARNING * (float(np.mean(values)) - typical)
         belief = self._update(memory.belief_before, memory.question, answer, self._trusts(scores))
         belief = self._secret_evidence(belief, explanations.get("for_the_secret") or [])
-        agreements = [s for s in scores if s is not None]
-        return belief, (float(np.dot([p for p, s in zip(belief, scores) if s is not None], agreements) /
-                              max(sum(p for p, s in zip(belief, scores) if s is not None), 1e-9))
-                        if agreements else None)
+        checked = [(p, s) for p, s in zip(belief, scores) if s is not None]
+        if not checked:
+            return belief, None
+        weights, values = np.array(checked).T           # the agreement where it believes the secret is
+        return belief, float(np.dot(weights, values) / max(weights.sum(), 1e-9))
 
     def _secret_evidence(self, belief: np.ndarray, explanations: list[dict]) -> np.ndarray:
         """Explanations about the secret alone: related answers are more answers about the secret, stated
