@@ -4,7 +4,8 @@ Each function reads one kind of explanation exactly as the page receives it (ser
 boxes in image pixels, weights and probabilities in whole percent, sentences) and compares it with the
 participant's perceived scene of that image:
 
-- attention: how much of the agent's object attention lies on objects the question is about;
+- attention: how much of the agent's object attention lies on objects the question is about, and
+  whether it looked at each of them;
 - qa_pairs (RelQAs): the share of related answers that agree with what the participant sees;
 - words (ObjScene) and text (NLE, introspect): the share of stated facts ("red", "a large sphere") that
   hold in the image.
@@ -15,13 +16,14 @@ explanations this way: to judge whether this round's answer can be trusted.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
-from vqa_agent.world.parser import parse_program
+from vqa_agent.world.parser import Unparseable, parse, parse_program
 from vqa_agent.world.programs import IllPosed, ProgramError, execute
-from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS
+from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS, Question
 from vqa_agent.world.scene import ATTRIBUTES, Scene
 
 ATTRIBUTE_OF = {value: name for name, values in ATTRIBUTES.items() for value in values}
@@ -36,22 +38,39 @@ def matching(scene: Scene, attrs: dict[str, str]) -> list[int]:
     return [i for i, o in enumerate(scene.objects) if all(o.attribute(a) == v for a, v in attrs.items())]
 
 
-def attention_on_target(payload: dict, scene: Scene, target: dict[str, str]) -> float | None:
-    """The share of the agent's object attention on objects with the `target` attributes (each attended
-    box goes to the perceived object whose centre is nearest the box centre); None when the image has no
-    such object or the payload no attended object, so nothing can be checked."""
-    relevant = set(matching(scene, target))
+def attention_on_target(payload: dict, scene: Scene, targets: list[dict[str, str]]) -> float | None:
+    """How well the agent's object attention covers the objects the question is about (those with any of
+    the `targets`' attributes: "more cubes than balls" is about the cubes and the balls): the share of
+    its attention on them, times the share of them it looked at (each got at least half of an even share
+    of attention). A person checks both: "it looked at the red things" and "it looked at all of them"
+    (a count that missed one shows as an object left dark). Each attended box goes to the perceived
+    object whose centre is nearest the box centre. None when the image has no such object or the payload
+    no attended object, so nothing can be checked."""
+    relevant = sorted({i for target in targets for i in matching(scene, target)})
     objects = [o for o in payload.get("objects", []) if (o.get("weight") or 0) > 0]
     if not relevant or not objects or not scene.objects:
         return None
     centres = np.array([o.pixel_coords[:2] for o in scene.objects], float)
-    on_target = total = 0.0
+    weights = np.zeros(len(scene.objects))
     for o in objects:
         x1, y1, x2, y2 = o["box"]
         nearest = int(np.argmin(np.hypot(centres[:, 0] - (x1 + x2) / 2, centres[:, 1] - (y1 + y2) / 2)))
-        total += o["weight"]
-        on_target += o["weight"] if nearest in relevant else 0.0
-    return on_target / total if total > 0 else None
+        weights[nearest] += o["weight"]
+    if weights.sum() <= 0:
+        return None
+    weights = weights / weights.sum()
+    on_target = float(weights[relevant].sum())
+    looked_at = float(np.mean(weights[relevant] >= 0.5 / len(scene.objects)))
+    return on_target * looked_at
+
+
+def question_of(text: str) -> Question | None:
+    """A question as a world Question (a related question, a resumed round), or None outside the language."""
+    try:
+        tree = parse(text)
+    except Unparseable:
+        return None
+    return tree if isinstance(tree, Question) else None
 
 
 def answer_on(question: str, scene: Scene) -> str | None:
@@ -70,6 +89,40 @@ def qa_agreement(payload: dict, scene: Scene) -> float | None:
     """The share of related question-answers that agree with the participant's own view of the image."""
     seen = [(answer_on(p["question"], scene), p["answer"]) for p in payload.get("pairs", [])]
     checked = [mine == theirs for mine, theirs in seen if mine is not None]
+    return float(np.mean(checked)) if checked else None
+
+
+def _count_range(question, answer: str) -> tuple[dict[str, str], int, float] | None:
+    """For "how many X" and "is there an X": the attributes X and the range of X's count the answer says."""
+    if question is None or question.kind not in ("exist", "count") or len(question.phrases) != 1:
+        return None
+    phrase = question.phrases[0]
+    if phrase.relations or phrase.same is not None or question.outer:
+        return None
+    if question.kind == "exist":
+        return (phrase.attrs, 1, math.inf) if answer == "yes" else (phrase.attrs, 0, 0) if answer == "no" else None
+    return (phrase.attrs, int(answer), int(answer)) if answer.isdigit() else None
+
+
+def coherent(asked, answer: str, related, related_answer: str) -> bool | None:
+    """Whether a related answer can hold together with the asked one: "2 small cylinders" and "1 cylinder"
+    cannot (small cylinders are cylinders). None when logic alone cannot tell (other kinds of question,
+    or sets that are neither one inside the other)."""
+    first, second = _count_range(asked, answer), _count_range(related, related_answer)
+    if first is None or second is None:
+        return None
+    (a, a_low, a_high), (b, b_low, b_high) = first, second
+    general = b.items() <= a.items()      # every A is a B: there are at least as many Bs as As
+    specific = a.items() <= b.items()     # every B is an A: there are at most as many Bs as As
+    if not (general or specific):
+        return None
+    return not ((general and b_high < a_low) or (specific and b_low > a_high))
+
+
+def qa_coherence(payload: dict, asked, answer: str) -> float | None:
+    """The share of related answers (those logic can check) that hold together with this round's answer."""
+    checked = [coherent(asked, answer, question_of(p["question"]), p["answer"]) for p in payload.get("pairs", [])]
+    checked = [c for c in checked if c is not None]
     return float(np.mean(checked)) if checked else None
 
 
@@ -110,12 +163,12 @@ def words_hold(payload: dict, scene: Scene) -> float | None:
     return float(np.mean(checked)) if checked else None
 
 
-def agreement(explanation: dict, scene: Scene, target: dict[str, str]) -> float | None:
+def agreement(explanation: dict, scene: Scene, targets: list[dict[str, str]]) -> float | None:
     """One explanation (as the page gets it) against the perceived scene: a score in [-1, 1], or None
     when it offers nothing the participant can check."""
     kind, payload = explanation.get("kind"), explanation.get("payload") or {}
     if kind == "attention":
-        share = attention_on_target(payload, scene, target)
+        share = attention_on_target(payload, scene, targets)
     elif kind == "qa_pairs":
         share = qa_agreement(payload, scene)
     elif kind == "words":

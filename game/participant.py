@@ -50,12 +50,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from vqa_agent.world.parser import Unparseable, parse
 from vqa_agent.world.programs import IllPosed, ProgramError, execute
 from vqa_agent.world.questions import PHRASING_BY_ID, NounPhrase, Question
 from vqa_agent.world.scene import ATTRIBUTES, RELATIONS, Scene
 
-from .evidence import agreement, answer_on, facts_hold, matching, words_hold
+from .evidence import agreement, answer_on, facts_hold, matching, qa_coherence, question_of, words_hold
 from .perception import PerceptionErrors, perceive
 from .settings import RATINGS
 
@@ -70,8 +69,7 @@ PLAYER_PHRASINGS = {
 # What people ask about in a guessing game, and how often (ParticipantConfig.question_kinds).
 QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
 COUNT_ANSWERS = 11                                 # "0" to "10"
-TYPICAL_AGREEMENT = 0.5     # how well it expects an explanation to fit before it has seen any (-1 to 1)
-AGREEMENT_LEARNING = 0.1    # how fast that expectation follows the explanations it sees
+COHERENCE_WEIGHT = 0.25     # incoherent related answers scale an image's probability by exp(-weight * this)
 
 
 def answers_of(question: Question) -> int:
@@ -116,20 +114,21 @@ class ParticipantConfig:
 PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
     "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
-                                 explanation_weight=8.0, question_candidates=10, choice_temperature=0.02,
+                                 trust_prior=0.9, trust_strength=50.0, explanation_weight=8.0, question_candidates=10, choice_temperature=0.02,
                                  guess_confidence=0.75, buy_rate=0.6, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
-                               explanation_weight=2.5, question_candidates=3, choice_temperature=0.3,
+                               trust_prior=0.9, trust_strength=50.0, explanation_weight=4.0, question_candidates=3, choice_temperature=0.3,
                                guess_confidence=0.6, max_questions=4, buy_rate=0.3, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
     "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
                                               perception_confidence=0.95, explanation_weight=0.0,
                                               buy_rate=0.0, guess_confidence=0.9, rating_noise=0.3),
-    # takes every answer as true and hardly lets explanations or mistakes change that
+    # takes every answer as true and hardly learns otherwise from mistakes; only an explanation that
+    # shows the answer wrong makes it doubt one
     "over-trusting": ParticipantConfig("over-trusting", PerceptionErrors(0.05, 0.3, 0.05, 0.02),
                                        perception_confidence=0.95, trust_prior=0.98, trust_strength=500.0,
-                                       explanation_weight=0.5, guess_confidence=0.8, buy_rate=0.3, rating_noise=0.2),
+                                       explanation_weight=6.0, guess_confidence=0.8, buy_rate=0.3, rating_noise=0.2),
 }
 DEFAULT_MIX = {"careful": 0.4, "hasty": 0.3, "over-trusting": 0.2, "ignores-explanations": 0.1}
 
@@ -155,7 +154,7 @@ class RoundMemory:
     belief_before: np.ndarray
     plain: np.ndarray | None = None        # the belief after the answer alone
     explained: np.ndarray | None = None    # the belief after the answer and its explanations
-    agreement: float | None = None         # how far the explanations agreed with what it sees
+    fit: float | None = None               # how well the explanations fit what it sees (0 to 1)
     bought: bool = False
 
 
@@ -165,7 +164,6 @@ class SimulatedParticipant:
         self.rng = np.random.default_rng(seed)
         self.right = config.trust_prior * config.trust_strength          # Beta(right, wrong) over reliability
         self.wrong = (1 - config.trust_prior) * config.trust_strength
-        self.typical_agreement: dict[str, float] = {}                  # running mean agreement, per kind
         self.tokens: list[str] = []
         self.scenes: list[Scene] = []
         self.belief = np.ones(1)
@@ -218,26 +216,27 @@ class SimulatedParticipant:
         last = game["rounds"][-1]
         memory = self.round
         if memory is None:       # a round it did not ask (e.g. resumed): judge it from scratch
-            memory = self.round = RoundMemory(_question_of(last["question"]), self.belief.copy())
+            memory = self.round = RoundMemory(question_of(last["question"]), self.belief.copy())
         if memory.plain is None:
             memory.plain = self._update(memory.belief_before, memory.question, last["answer"], self._trusts(None))
         explanations = last.get("explanations")
         if explanations and memory.explained is None:
-            memory.explained, memory.agreement = self._read_explanations(memory, last["answer"], explanations)
+            memory.explained, memory.fit = self._read_explanations(memory, last["answer"], explanations)
         if not explanations and not last["explained"] and self._wants_explanations(game, memory):
             memory.bought = True
             return "explain", {}
         self.belief = memory.explained if memory.explained is not None else memory.plain
         return "rate", {"rating": self._rating(memory)}
 
-    def _trusts(self, scores: list[float | None] | None) -> np.ndarray:
-        """This round's trust in the agent for each image: the general trust, lowered where the explanation
-        fits the image worse than usual. An explanation that fits well raises nothing: people use
-        explanations to catch wrong answers (RESEARCH.md 1), and a good fit is what they expect anyway."""
+    def _trusts(self, fits: list[float | None] | None) -> np.ndarray:
+        """This round's trust in the agent for each image: the general trust, lowered by how far the
+        explanation falls short of fitting the image (fit 1: it shows the agent saw what it had to; 0: it
+        shows nothing of the sort). A good fit raises nothing: people expect explanations to fit and use
+        them to catch wrong answers (RESEARCH.md 1)."""
         trust = np.full(len(self.tokens), self.trust)
-        if scores is not None and self.config.explanation_weight > 0:
-            worse = np.array([min(s, 0.0) if s is not None else 0.0 for s in scores])
-            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * worse)
+        if fits is not None and self.config.explanation_weight > 0:
+            short = np.array([f - 1.0 if f is not None else 0.0 for f in fits])
+            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * short)
         return trust
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
@@ -253,32 +252,40 @@ class SimulatedParticipant:
         return posterior / total if total > 0 else belief.copy()
 
     def _read_explanations(self, memory: RoundMemory, answer: str, explanations: dict) -> tuple[np.ndarray, float | None]:
-        """The belief after the answer read with its explanations, and how far they agreed with what it sees."""
+        """The belief after the answer read with its explanations, and how well they fit what it sees."""
         if self.config.explanation_weight == 0:
             return memory.plain, None
-        target = memory.question.phrases[0].attrs
+        # what the question is about: both sets of a comparison, the first phrase's objects otherwise
+        targets = [p.attrs for p in memory.question.phrases] if memory.question.kind == "compare_count" \
+            else [memory.question.phrases[0].attrs]
         every = explanations.get("for_every_image") or {}
-        scores: list[float | None] = []
-        seen: dict[str, list[float]] = {}
+        fits: list[float | None] = []
         for token, scene in zip(self.tokens, self.scenes):
-            checked = []
-            for e in every.get(token, []):
-                score = agreement(e, scene, target)
-                if score is not None:
-                    # judged against how well explanations of this kind usually fit (people learn that)
-                    checked.append(score - self.typical_agreement.get(e["kind"], TYPICAL_AGREEMENT))
-                    seen.setdefault(e["kind"], []).append(score)
-            scores.append(float(np.mean(checked)) if checked else None)
-        for kind, values in seen.items():
-            typical = self.typical_agreement.get(kind, TYPICAL_AGREEMENT)
-            self.typical_agreement[kind] = typical + AGREEMENT_LEARNING * (float(np.mean(values)) - typical)
-        belief = self._update(memory.belief_before, memory.question, answer, self._trusts(scores))
+            checked = [agreement(e, scene, targets) for e in every.get(token, [])]
+            checked = [(score + 1.0) / 2.0 for score in checked if score is not None]
+            fits.append(float(np.mean(checked)) if checked else None)
+        belief = self._update(memory.belief_before, memory.question, answer, self._trusts(fits))
+        belief = self._coherence_evidence(belief, memory.question, answer, every)
         belief = self._secret_evidence(belief, explanations.get("for_the_secret") or [])
-        checked = [(p, s) for p, s in zip(belief, scores) if s is not None]
+        checked = [(p, f) for p, f in zip(belief, fits) if f is not None]
         if not checked:
             return belief, None
-        weights, values = np.array(checked).T           # the agreement where it believes the secret is
+        weights, values = np.array(checked).T           # the fit where it believes the secret is
         return belief, float(np.dot(weights, values) / max(weights.sum(), 1e-9))
+
+    def _coherence_evidence(self, belief: np.ndarray, question: Question, answer: str, every: dict) -> np.ndarray:
+        """Related answers shown for an image that cannot hold together with this round's answer ("2 small
+        cylinders" beside "1 cylinder") say the agent would not have given this answer about that image,
+        so it is less likely the secret: the agent contradicts itself about the secret far less often than
+        about the other images, right answer or wrong (about 1-5% against 20% of the time)."""
+        coherence = []
+        for token in self.tokens:
+            shares = [qa_coherence(e.get("payload") or {}, question, answer)
+                      for e in every.get(token, []) if e.get("kind") == "qa_pairs"]
+            shares = [c for c in shares if c is not None]
+            coherence.append(min(shares) if shares else 1.0)
+        belief = belief * np.exp(self.config.explanation_weight * COHERENCE_WEIGHT * (np.array(coherence) - 1.0))
+        return belief / belief.sum()
 
     def _secret_evidence(self, belief: np.ndarray, explanations: list[dict]) -> np.ndarray:
         """Explanations about the secret alone: related answers are more answers about the secret, stated
@@ -288,7 +295,7 @@ class SimulatedParticipant:
             payload = e.get("payload") or {}
             if e.get("kind") == "qa_pairs":
                 for pair in payload.get("pairs", []):
-                    question = _question_of(pair["question"])
+                    question = question_of(pair["question"])
                     if question is not None:
                         belief = self._update(belief, question, pair["answer"], np.full(len(self.tokens), weight * self.trust))
             elif e.get("kind") in ("words", "text"):
@@ -307,7 +314,7 @@ class SimulatedParticipant:
         after = memory.explained if memory.explained is not None else memory.plain
         before = entropy(memory.belief_before)
         sharpened = (before - entropy(after)) / before if before > 0 else 0.0
-        score = sharpened if memory.agreement is None else 0.5 * sharpened + 0.5 * (memory.agreement + 1) / 2
+        score = sharpened if memory.fit is None else 0.5 * sharpened + 0.5 * memory.fit
         score += self.rng.normal(0.0, self.config.rating_noise)
         level = int(np.clip(round((1.0 - score) * (len(RATINGS) - 1) * 1.25 - 0.5), 0, len(RATINGS) - 1))
         return RATINGS[level]
@@ -435,15 +442,6 @@ def _question_about(scene: Scene, kind: str, rng: np.random.Generator) -> Questi
 def _key(question: Question) -> tuple:
     return (question.kind, question.attr, question.op,
             tuple(tuple(sorted(p.attrs.items())) for p in question.phrases))
-
-
-def _question_of(text: str) -> Question | None:
-    """A question it did not choose itself (a related question, a resumed round), as a world Question."""
-    try:
-        tree = parse(text)
-    except Unparseable:
-        return None
-    return tree if isinstance(tree, Question) else None
 
 
 def preset(name: str) -> ParticipantConfig:

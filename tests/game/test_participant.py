@@ -61,7 +61,7 @@ def test_an_explanation_that_exposes_a_wrong_answer_keeps_the_secret_in_play():
     q = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
     plain = player._update(np.full(3, 1 / 3), q, "no", player._trusts(None))
     # the agent said "no" about A's red cube; attention on A lies on the sphere, not the cube
-    exposed = player._update(np.full(3, 1 / 3), q, "no", player._trusts([-1.0, None, None]))
+    exposed = player._update(np.full(3, 1 / 3), q, "no", player._trusts([0.0, None, None]))
     assert exposed[0] > plain[0] * 3
 
 
@@ -131,10 +131,51 @@ def test_attention_on_the_asked_objects_agrees_and_elsewhere_disagrees():
 
     def attention_at(x, y):
         return {"kind": "attention", "payload": {"objects": [{"box": [x - 5, y - 5, x + 5, y + 5], "weight": 0.9}]}}
-    target = {"color": "red", "shape": "cube"}
+    target = [{"color": "red", "shape": "cube"}]
     assert agreement(attention_at(*cube[:2]), scene, target) == 1.0
     assert agreement(attention_at(*sphere[:2]), scene, target) == -1.0
-    assert agreement(attention_at(*sphere[:2]), scene, {"shape": "cylinder"}) is None   # nothing to check
+    assert agreement(attention_at(*sphere[:2]), scene, [{"shape": "cylinder"}]) is None   # nothing to check
+    # "more cubes than spheres?" is about both: attention on the cube alone covers half of it, and
+    # lies on the asked objects only, so the fit is 1 x 1/2 (agreement 0)
+    assert agreement(attention_at(*cube[:2]), scene, [{"shape": "cube"}, {"shape": "sphere"}]) == 0.0
+
+
+def test_attention_that_leaves_an_asked_object_dark_fits_worse():
+    """How many large things? Attention on both objects fits; on one of them only, it missed one."""
+    scene = perceive(scenes()["a"], EXACT, np.random.default_rng(0))
+    cube, sphere = (o.pixel_coords for o in scene.objects)
+    box = lambda x, y, w: {"box": [x - 5, y - 5, x + 5, y + 5], "weight": w}
+    both = {"kind": "attention", "payload": {"objects": [box(*cube[:2], 0.5), box(*sphere[:2], 0.5)]}}
+    one = {"kind": "attention", "payload": {"objects": [box(*cube[:2], 0.98), box(*sphere[:2], 0.02)]}}
+    assert agreement(both, scene, [{"size": "large"}]) == 1.0
+    assert agreement(one, scene, [{"size": "large"}]) == 0.0      # on target 100%, looked at half of them
+
+
+def test_related_answers_that_contradict_the_answer_are_incoherent():
+    from game.evidence import coherent, qa_coherence, question_of
+    small_cylinders = question_of("How many small cylinders are there?")
+    assert coherent(small_cylinders, "2", question_of("How many cylinders are there?"), "1") is False
+    assert coherent(small_cylinders, "2", question_of("How many cylinders are there?"), "3") is True
+    assert coherent(small_cylinders, "2", question_of("How many small rubber cylinders are there?"), "3") is False
+    assert coherent(small_cylinders, "0", question_of("Is there a small red cylinder?"), "yes") is False
+    assert coherent(question_of("Is there a red cube?"), "yes", question_of("How many cubes are there?"), "0") is False
+    assert coherent(small_cylinders, "2", question_of("How many red spheres are there?"), "5") is None   # unrelated sets
+    assert coherent(small_cylinders, "2", question_of("What color is the cube?"), "red") is None
+    pairs = {"pairs": [{"question": "How many cylinders are there?", "answer": "1", "probability": 0.9},
+                       {"question": "How many small rubber cylinders are there?", "answer": "1", "probability": 0.9},
+                       {"question": "What color is the cube?", "answer": "red", "probability": 0.9}]}
+    assert qa_coherence(pairs, small_cylinders, "2") == 0.5
+    assert qa_coherence({"pairs": []}, small_cylinders, "2") is None
+
+
+def test_an_image_whose_related_answers_contradict_the_answer_is_less_likely_the_secret():
+    player = started(exact(explanation_weight=4.0))
+    q = Question("count", [NounPhrase({"shape": "sphere"})])
+    pairs = lambda n: [{"kind": "qa_pairs", "payload": {"pairs": [
+        {"question": "How many rubber spheres are there?", "answer": n, "probability": 0.9}]}}]
+    every = {"a": pairs("1"), "b": pairs("2"), "c": pairs("0")}        # the answer will be "1"
+    belief = player._coherence_evidence(np.full(3, 1 / 3), q, "1", every)
+    assert belief[0] == pytest.approx(belief[2]) and belief[1] < belief[0] / 2
 
 
 def test_related_answers_and_stated_facts_are_checked_against_the_image():
@@ -142,14 +183,14 @@ def test_related_answers_and_stated_facts_are_checked_against_the_image():
     pairs = {"kind": "qa_pairs", "payload": {"pairs": [
         {"question": "Is there a red cube?", "answer": "yes", "probability": 0.9},
         {"question": "How many spheres are there?", "answer": "2", "probability": 0.6}]}}
-    assert agreement(pairs, scene, {}) == 0.0          # one of two agrees
+    assert agreement(pairs, scene, []) == 0.0          # one of two agrees
     assert stated_phrases("The large red block is left of a shiny ball.") == [
         {"size": "large", "color": "red", "shape": "cube"}, {"material": "metal", "shape": "sphere"}]
-    assert agreement({"kind": "text", "payload": {"text": "There is a red cube."}}, scene, {}) == 1.0
-    assert agreement({"kind": "text", "payload": {"text": "There is a yellow cylinder."}}, scene, {}) == -1.0
+    assert agreement({"kind": "text", "payload": {"text": "There is a red cube."}}, scene, []) == 1.0
+    assert agreement({"kind": "text", "payload": {"text": "There is a yellow cylinder."}}, scene, []) == -1.0
     words = {"kind": "words", "payload": {"words": [{"word": "red", "probability": 0.97, "score": 1.0},
                                                     {"word": "cylinder", "probability": 0.03, "score": 0.5}]}}
-    assert agreement(words, scene, {}) == 1.0
+    assert agreement(words, scene, []) == 1.0
 
 
 def test_explanations_for_the_secret_favour_the_images_where_they_hold():
