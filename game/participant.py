@@ -23,21 +23,28 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   after each game from what the participant can check itself (was each answer right about the secret,
   as it sees the secret now).
 - Explanations for every image change trust_i for this round only: logit(trust_i) = logit(trust) +
-  explanation_weight * min(score_i - typical, 0), score_i in [-1, 1] from game/evidence.py (does the attention
-  lie on the objects asked about, do the related answers agree with the image, do the stated facts hold)
-  and `typical` the running mean of the scores it has seen for that kind of explanation (people judge an
-  explanation against the ones they are used to). So a wrong answer whose explanation fits the image worse
-  than usual does not rule out the secret as firmly (a good fit raises nothing: it is what people expect).
+  explanation_weight * (fit_i - 1), fit_i in [0, 1] from game/evidence.py (does the attention lie on the
+  objects asked about and cover each of them, do the related answers agree with the image, do the stated
+  facts hold). So a wrong answer whose explanation shows the agent looking at the wrong thing does not
+  rule out the secret as firmly; a good fit raises nothing (people expect explanations to fit and use
+  them to catch wrong answers). Related answers shown for an image that contradict this round's answer
+  ("1 cylinder" beside "2 small cylinders") make that image less likely the secret: the agent contradicts
+  itself about the secret far less often than about the other images, right or wrong.
   Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
   secret: related answers count as more answers about the secret, stated facts favour the images where
   they hold.
+- Why explanations can raise the win rate at all: a player who guesses once its belief reaches a
+  threshold wins about as often as that threshold says when its trust is right. People trust the agent
+  more than it deserves (the presets anchor trust high), so without explanations a wrong answer makes
+  them confidently wrong; explanations that expose it keep the secret in play, and players with a
+  question limit (`max_questions`) get more out of each round.
 - Questions: "is there a red cube?", "how many spheres are there?", "what color is the large cylinder?",
   "is the red cube left of the ball?", "are there more cubes than cylinders?" in the world's player
   phrasings. It thinks of `question_candidates` questions, each about an object it sees in an image drawn
   by its belief, of a kind drawn from `question_kinds`, and asks the one with the most expected information
   about the secret (softmax noise `choice_temperature`).
-- Rating (before the outcome): how much the round sharpened the belief and, with explanations, how far
-  they agreed with what the participant sees, plus noise.
+- Rating (before the outcome): how much the round sharpened the belief and, with explanations, how well
+  they fit what the participant sees, plus noise.
 - Buying (at-will): in a share `buy_rate` of the rounds, while it can still afford another question
   and is not yet sure.
 - Guess: the most probable image once its probability reaches guess_confidence, or when no question is
@@ -69,7 +76,8 @@ PLAYER_PHRASINGS = {
 # What people ask about in a guessing game, and how often (ParticipantConfig.question_kinds).
 QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
 COUNT_ANSWERS = 11                                 # "0" to "10"
-COHERENCE_WEIGHT = 0.25     # incoherent related answers scale an image's probability by exp(-weight * this)
+COHERENCE_WEIGHT = 0.25     # related answers all contradicting the answer scale an image's probability by
+                            # exp(-explanation_weight * this): careful 0.14, close to the measured 1-5% / 20%
 
 
 def answers_of(question: Question) -> int:
@@ -114,12 +122,12 @@ class ParticipantConfig:
 PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
     "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
-                                 trust_prior=0.9, trust_strength=50.0, explanation_weight=8.0, question_candidates=10, choice_temperature=0.02,
-                                 guess_confidence=0.75, buy_rate=0.6, rating_noise=0.1),
+                                 trust_prior=0.9, trust_strength=50.0, explanation_weight=8.0,
+                                 question_candidates=10, choice_temperature=0.02, guess_confidence=0.75, buy_rate=0.6, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
-                               trust_prior=0.9, trust_strength=50.0, explanation_weight=4.0, question_candidates=3, choice_temperature=0.3,
-                               guess_confidence=0.6, max_questions=4, buy_rate=0.3, rating_noise=0.3),
+                               trust_prior=0.9, trust_strength=50.0, explanation_weight=4.0,
+                               question_candidates=3, choice_temperature=0.3, guess_confidence=0.6, max_questions=4, buy_rate=0.3, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
     "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
                                               perception_confidence=0.95, explanation_weight=0.0,
