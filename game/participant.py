@@ -123,11 +123,13 @@ PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
     "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
                                  trust_prior=0.9, trust_strength=50.0, explanation_weight=8.0,
-                                 question_candidates=10, choice_temperature=0.02, guess_confidence=0.75, buy_rate=0.6, rating_noise=0.1),
+                                 question_candidates=10, choice_temperature=0.02, guess_confidence=0.75,
+                                 buy_rate=0.6, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
                                trust_prior=0.9, trust_strength=50.0, explanation_weight=4.0,
-                               question_candidates=3, choice_temperature=0.3, guess_confidence=0.6, max_questions=4, buy_rate=0.3, rating_noise=0.3),
+                               question_candidates=3, choice_temperature=0.3, guess_confidence=0.6,
+                               max_questions=4, buy_rate=0.3, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
     "ignores-explanations": ParticipantConfig("ignores-explanations", PerceptionErrors(0.02, 0.15, 0.02, 0.01),
                                               perception_confidence=0.95, explanation_weight=0.0,
