@@ -16,7 +16,6 @@ explanations this way: to judge whether this round's answer can be trusted.
 """
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -92,31 +91,79 @@ def qa_agreement(payload: dict, scene: Scene) -> float | None:
     return float(np.mean(checked)) if checked else None
 
 
-def _count_range(question, answer: str) -> tuple[dict[str, str], int, float] | None:
-    """For "how many X" and "is there an X": the attributes X and the range of X's count the answer says."""
-    if question is None or question.kind not in ("exist", "count") or len(question.phrases) != 1:
+ZERO = ()   # the constant 0 among the counts compared below
+
+
+def _plain(phrase) -> tuple | None:
+    """A noun phrase as a set of attribute values ("small cylinders"), None when it is not a plain filter."""
+    if phrase.relations or phrase.same is not None:
         return None
-    phrase = question.phrases[0]
-    if phrase.relations or phrase.same is not None or question.outer:
+    return tuple(sorted(phrase.attrs.items())) or (("any", "thing"),)
+
+
+def count_facts(question, answer: str) -> list[tuple[tuple, tuple, int]] | None:
+    """What an answer says about counts of sets, as difference constraints (u, v, c): count(u) - count(v)
+    <= c, with ZERO for the constant 0. "How many X": X = n; "is there an X": X >= 1 or X = 0; "more X
+    than Y": X - Y >= 1 or X <= Y (fewer and equal alike). None for other kinds of question."""
+    if question is None or question.outer or question.kind not in ("exist", "count", "compare_count"):
+        return None
+    sets = [_plain(p) for p in question.phrases]
+    if any(s is None for s in sets):
+        return None
+    if question.kind == "count":
+        if not answer.isdigit():
+            return None
+        return [(sets[0], ZERO, int(answer)), (ZERO, sets[0], -int(answer))]
+    if answer not in ("yes", "no"):
         return None
     if question.kind == "exist":
-        return (phrase.attrs, 1, math.inf) if answer == "yes" else (phrase.attrs, 0, 0) if answer == "no" else None
-    return (phrase.attrs, int(answer), int(answer)) if answer.isdigit() else None
+        return [(ZERO, sets[0], -1)] if answer == "yes" else [(sets[0], ZERO, 0)]
+    x, y = sets
+    yes = answer == "yes"
+    if question.op == "more":
+        return [(y, x, -1)] if yes else [(x, y, 0)]
+    if question.op == "fewer":
+        return [(x, y, -1)] if yes else [(y, x, 0)]
+    return [(x, y, 0), (y, x, 0)] if yes else None       # "not the same number" is no single constraint
+
+
+def consistent(facts: list[tuple[tuple, tuple, int]]) -> bool:
+    """Whether counts can satisfy all the facts, every count >= 0, and a set with more attributes never
+    outnumbering one with fewer (small cylinders are cylinders): a difference-constraint system is
+    satisfiable unless its graph has a negative cycle (Bellman-Ford)."""
+    nodes = {ZERO} | {n for u, v, _ in facts for n in (u, v)}
+    edges = list(facts) + [(ZERO, n, 0) for n in nodes if n != ZERO]        # count(n) >= 0
+    for a in nodes:
+        for b in nodes:
+            if a != b and a != ZERO and b != ZERO and set(b) < set(a) and b != (("any", "thing"),):
+                edges.append((a, b, 0))                                       # a is inside b
+            if a != ZERO and b == (("any", "thing"),) and a != b:
+                edges.append((a, b, 0))                                       # everything is a thing
+    distance = {n: 0 for n in nodes}
+    for _ in range(len(nodes)):
+        changed = False
+        for u, v, c in edges:              # count(u) - count(v) <= c: an edge v -> u of weight c
+            if distance[v] + c < distance[u]:
+                distance[u], changed = distance[v] + c, True
+        if not changed:
+            return True
+    return False
 
 
 def coherent(asked, answer: str, related, related_answer: str) -> bool | None:
     """Whether a related answer can hold together with the asked one: "2 small cylinders" and "1 cylinder"
-    cannot (small cylinders are cylinders). None when logic alone cannot tell (other kinds of question,
-    or sets that are neither one inside the other)."""
-    first, second = _count_range(asked, answer), _count_range(related, related_answer)
+    cannot (small cylinders are cylinders), nor "more cubes than balls" and "fewer rubber cubes than
+    balls... and more balls than cubes". None when logic alone cannot tell (other kinds of question, or
+    answers about sets that share nothing)."""
+    first, second = count_facts(asked, answer), count_facts(related, related_answer)
     if first is None or second is None:
         return None
-    (a, a_low, a_high), (b, b_low, b_high) = first, second
-    general = b.items() <= a.items()      # every A is a B: there are at least as many Bs as As
-    specific = a.items() <= b.items()     # every B is an A: there are at most as many Bs as As
-    if not (general or specific):
+    mine = {n for u, v, _ in first for n in (u, v)} - {ZERO}
+    theirs = {n for u, v, _ in second for n in (u, v)} - {ZERO}
+    linked = any(set(a) <= set(b) or set(b) <= set(a) or (("any", "thing"),) in (a, b) for a in mine for b in theirs)
+    if not linked:
         return None
-    return not ((general and b_high < a_low) or (specific and b_low > a_high))
+    return consistent(first + second)
 
 
 def qa_coherence(payload: dict, asked, answer: str) -> float | None:

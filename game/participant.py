@@ -23,11 +23,10 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   after each game from what the participant can check itself (was each answer right about the secret,
   as it sees the secret now).
 - Explanations for every image change trust_i for this round only: logit(trust_i) = logit(trust) +
-  explanation_weight * (fit_i - 1), fit_i in [0, 1] from game/evidence.py (does the attention lie on the
-  objects asked about and cover each of them, do the related answers agree with the image, do the stated
-  facts hold). So a wrong answer whose explanation shows the agent looking at the wrong thing does not
-  rule out the secret as firmly; a good fit raises nothing (people expect explanations to fit and use
-  them to catch wrong answers). Related answers shown for an image that contradict this round's answer
+  explanation_weight * (fit_i - EXPECTED_FIT), fit_i in [0, 1] from game/evidence.py (does the attention
+  lie on the objects asked about and cover each of them, do the related answers agree with the image, do
+  the stated facts hold). So a wrong answer whose explanation shows the agent looking at the wrong thing
+  does not rule out the secret as firmly, and a perfectly fitting one counts a little more. Related answers shown for an image that contradict this round's answer
   ("1 cylinder" beside "2 small cylinders") make that image less likely the secret: the agent contradicts
   itself about the secret far less often than about the other images, right or wrong.
   Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
@@ -76,7 +75,8 @@ PLAYER_PHRASINGS = {
 # What people ask about in a guessing game, and how often (ParticipantConfig.question_kinds).
 QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
 COUNT_ANSWERS = 11                                 # "0" to "10"
-COHERENCE_WEIGHT = 0.25     # related answers all contradicting the answer scale an image's probability by
+EXPECTED_FIT = 0.85        # how well it expects an explanation to fit an image (0 to 1), see _trusts
+COHERENCE_WEIGHT = 0.4      # related answers all contradicting the answer scale an image's probability by
                             # exp(-explanation_weight * this): careful 0.14, close to the measured 1-5% / 20%
 
 
@@ -122,12 +122,12 @@ class ParticipantConfig:
 PRESETS: dict[str, ParticipantConfig] = {
     # looks closely, thinks about every question, uses explanations fully, guesses only when sure
     "careful": ParticipantConfig("careful", PerceptionErrors(0.03, 0.2, 0.03, 0.02), perception_confidence=0.9,
-                                 trust_prior=0.9, trust_strength=50.0, explanation_weight=8.0,
+                                 trust_prior=0.9, trust_strength=50.0, explanation_weight=5.0,
                                  question_candidates=10, choice_temperature=0.02, guess_confidence=0.75,
                                  buy_rate=0.6, rating_noise=0.1),
     # glances, picks one of a few questions, guesses early
     "hasty": ParticipantConfig("hasty", PerceptionErrors(0.1, 0.5, 0.1, 0.05), perception_confidence=0.85,
-                               trust_prior=0.9, trust_strength=50.0, explanation_weight=4.0,
+                               trust_prior=0.9, trust_strength=50.0, explanation_weight=3.0,
                                question_candidates=3, choice_temperature=0.3, guess_confidence=0.6,
                                max_questions=4, buy_rate=0.3, rating_noise=0.3),
     # plays like a careful player but never looks at explanations (nor buys them)
@@ -239,14 +239,15 @@ class SimulatedParticipant:
         return "rate", {"rating": self._rating(memory)}
 
     def _trusts(self, fits: list[float | None] | None) -> np.ndarray:
-        """This round's trust in the agent for each image: the general trust, lowered by how far the
-        explanation falls short of fitting the image (fit 1: it shows the agent saw what it had to; 0: it
-        shows nothing of the sort). A good fit raises nothing: people expect explanations to fit and use
-        them to catch wrong answers (RESEARCH.md 1)."""
+        """This round's trust in the agent for each image: the general trust, moved by how well the
+        explanation fits the image compared with how well explanations usually fit (EXPECTED_FIT): a poor
+        fit (the agent looked at the wrong objects, its related answers are false there) lowers it, a
+        perfect fit raises it a little. Measured on the medium agent, the answer about the secret was right
+        in 97% of rounds whose explanations fit perfectly and in about 50% of those fitting below one half."""
         trust = np.full(len(self.tokens), self.trust)
         if fits is not None and self.config.explanation_weight > 0:
-            short = np.array([f - 1.0 if f is not None else 0.0 for f in fits])
-            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * short)
+            shift = np.array([f - EXPECTED_FIT if f is not None else 0.0 for f in fits])
+            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
         return trust
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:

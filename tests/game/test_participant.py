@@ -63,6 +63,9 @@ def test_an_explanation_that_exposes_a_wrong_answer_keeps_the_secret_in_play():
     # the agent said "no" about A's red cube; attention on A lies on the sphere, not the cube
     exposed = player._update(np.full(3, 1 / 3), q, "no", player._trusts([0.0, None, None]))
     assert exposed[0] > plain[0] * 3
+    # a perfect fit counts a little more than no explanation, a poor one much less
+    fair, perfect, poor = player._trusts([None, 1.0, 0.2])
+    assert poor < 0.5 < fair < perfect
 
 
 def test_the_participant_is_deterministic_for_a_seed():
