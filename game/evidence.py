@@ -91,14 +91,15 @@ def qa_agreement(payload: dict, scene: Scene) -> float | None:
     return float(np.mean(checked)) if checked else None
 
 
-ZERO = ()   # the constant 0 among the counts compared below
+ZERO = ()                          # the constant 0 among the counts compared below
+EVERYTHING = (("any", "thing"),)   # "things", "objects": the set every other set is inside
 
 
 def _plain(phrase) -> tuple | None:
     """A noun phrase as a set of attribute values ("small cylinders"), None when it is not a plain filter."""
     if phrase.relations or phrase.same is not None:
         return None
-    return tuple(sorted(phrase.attrs.items())) or (("any", "thing"),)
+    return tuple(sorted(phrase.attrs.items())) or EVERYTHING
 
 
 def count_facts(question, answer: str) -> list[tuple[tuple, tuple, int]] | None:
@@ -135,10 +136,10 @@ def consistent(facts: list[tuple[tuple, tuple, int]]) -> bool:
     edges = list(facts) + [(ZERO, n, 0) for n in nodes if n != ZERO]        # count(n) >= 0
     for a in nodes:
         for b in nodes:
-            if a != b and a != ZERO and b != ZERO and set(b) < set(a) and b != (("any", "thing"),):
+            if a in (b, ZERO) or b == ZERO:
+                continue
+            if b == EVERYTHING or (a != EVERYTHING and set(b) < set(a)):
                 edges.append((a, b, 0))                                       # a is inside b
-            if a != ZERO and b == (("any", "thing"),) and a != b:
-                edges.append((a, b, 0))                                       # everything is a thing
     distance = {n: 0 for n in nodes}
     for _ in range(len(nodes)):
         changed = False
@@ -152,15 +153,15 @@ def consistent(facts: list[tuple[tuple, tuple, int]]) -> bool:
 
 def coherent(asked, answer: str, related, related_answer: str) -> bool | None:
     """Whether a related answer can hold together with the asked one: "2 small cylinders" and "1 cylinder"
-    cannot (small cylinders are cylinders), nor "more cubes than balls" and "fewer rubber cubes than
-    balls... and more balls than cubes". None when logic alone cannot tell (other kinds of question, or
-    answers about sets that share nothing)."""
+    cannot (small cylinders are cylinders), nor "more cubes than balls" and "more balls than rubber
+    cubes" both yes and "how many rubber cubes" 3 with "how many cubes" 2. None when logic alone cannot
+    tell (other kinds of question, or answers about sets that share nothing)."""
     first, second = count_facts(asked, answer), count_facts(related, related_answer)
     if first is None or second is None:
         return None
     mine = {n for u, v, _ in first for n in (u, v)} - {ZERO}
     theirs = {n for u, v, _ in second for n in (u, v)} - {ZERO}
-    linked = any(set(a) <= set(b) or set(b) <= set(a) or (("any", "thing"),) in (a, b) for a in mine for b in theirs)
+    linked = any(set(a) <= set(b) or set(b) <= set(a) or EVERYTHING in (a, b) for a in mine for b in theirs)
     if not linked:
         return None
     return consistent(first + second)

@@ -164,6 +164,12 @@ def test_related_answers_that_contradict_the_answer_are_incoherent():
     assert coherent(question_of("Is there a red cube?"), "yes", question_of("How many cubes are there?"), "0") is False
     assert coherent(small_cylinders, "2", question_of("How many red spheres are there?"), "5") is None   # unrelated sets
     assert coherent(small_cylinders, "2", question_of("What color is the cube?"), "red") is None
+    assert coherent(small_cylinders, "3", question_of("How many objects are there?"), "2") is False
+    more_cubes = question_of("Are there more cubes than balls?")
+    assert coherent(more_cubes, "yes", question_of("Are there fewer cubes than balls?"), "yes") is False
+    assert coherent(more_cubes, "yes", question_of("Are there more balls than rubber cubes?"), "yes") is True
+    assert coherent(more_cubes, "no", question_of("Are there more rubber cubes than balls?"), "yes") is False
+    assert coherent(more_cubes, "yes", question_of("How many cubes are there?"), "0") is False
     pairs = {"pairs": [{"question": "How many cylinders are there?", "answer": "1", "probability": 0.9},
                        {"question": "How many small rubber cylinders are there?", "answer": "1", "probability": 0.9},
                        {"question": "What color is the cube?", "answer": "red", "probability": 0.9}]}
