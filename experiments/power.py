@@ -175,9 +175,10 @@ def power_table(studies: list[dict], alpha: float = ALPHA) -> list[dict]:
             differences = [c["difference"] for c in cells if c.get("difference") is not None]
             for test, key in TESTS.items():
                 ps = [c.get(key) for c in cells]
-                significant = sum(p is not None and p < alpha for p in ps)
+                found = [c for c, p in zip(cells, ps) if p is not None and p < alpha]
+                significant = len(found)
                 # which way: an explanation arm should help, a sham arm harm
-                helped = sum(c.get(key) is not None and c[key] < alpha and (c.get("difference") or 0) > 0 for c in cells)
+                helped = sum((c.get("difference") or 0) > 0 for c in found)
                 rows.append({"participants": size, "mode": mode, "test": test, "studies": len(mine),
                              "significant": significant, "power": significant / len(mine),
                              "significant_improvement": helped, "significant_harm": significant - helped,

@@ -17,6 +17,7 @@ explanations this way: to judge whether this round's answer can be trusted.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,8 +64,10 @@ def attention_on_target(payload: dict, scene: Scene, targets: list[dict[str, str
     return on_target * looked_at
 
 
+@lru_cache(maxsize=4096)
 def question_of(text: str) -> Question | None:
-    """A question as a world Question (a related question, a resumed round), or None outside the language."""
+    """A question as a world Question (a related question, a resumed round), or None outside the language.
+    Cached: the same related questions are shown for every image of a round (read-only trees)."""
     try:
         tree = parse(text)
     except Unparseable:
@@ -102,7 +105,7 @@ def _plain(phrase) -> tuple | None:
     return tuple(sorted(phrase.attrs.items())) or EVERYTHING
 
 
-def count_facts(question, answer: str) -> list[tuple[tuple, tuple, int]] | None:
+def count_facts(question: Question | None, answer: str) -> list[tuple[tuple, tuple, int]] | None:
     """What an answer says about counts of sets, as difference constraints (u, v, c): count(u) - count(v)
     <= c, with ZERO for the constant 0. "How many X": X = n; "is there an X": X >= 1 or X = 0; "more X
     than Y": X - Y >= 1 or X <= Y (fewer and equal alike). None for other kinds of question."""
@@ -151,7 +154,7 @@ def consistent(facts: list[tuple[tuple, tuple, int]]) -> bool:
     return False
 
 
-def coherent(asked, answer: str, related, related_answer: str) -> bool | None:
+def coherent(asked: Question | None, answer: str, related: Question | None, related_answer: str) -> bool | None:
     """Whether a related answer can hold together with the asked one: "2 small cylinders" and "1 cylinder"
     cannot (small cylinders are cylinders), nor "more cubes than balls" and "more balls than rubber
     cubes" both yes and "how many rubber cubes" 3 with "how many cubes" 2. None when logic alone cannot
@@ -167,7 +170,7 @@ def coherent(asked, answer: str, related, related_answer: str) -> bool | None:
     return consistent(first + second)
 
 
-def qa_coherence(payload: dict, asked, answer: str) -> float | None:
+def qa_coherence(payload: dict, asked: Question, answer: str) -> float | None:
     """The share of related answers (those logic can check) that hold together with this round's answer."""
     checked = [coherent(asked, answer, question_of(p["question"]), p["answer"]) for p in payload.get("pairs", [])]
     checked = [c for c in checked if c is not None]

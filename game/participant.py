@@ -26,9 +26,10 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   explanation_weight * (fit_i - EXPECTED_FIT), fit_i in [0, 1] from game/evidence.py (does the attention
   lie on the objects asked about and cover each of them, do the related answers agree with the image, do
   the stated facts hold). So a wrong answer whose explanation shows the agent looking at the wrong thing
-  does not rule out the secret as firmly, and a perfectly fitting one counts a little more. Related answers shown for an image that contradict this round's answer
-  ("1 cylinder" beside "2 small cylinders") make that image less likely the secret: the agent contradicts
-  itself about the secret far less often than about the other images, right or wrong.
+  does not rule out the secret as firmly, and a perfectly fitting one counts a little more. Related
+  answers shown for an image that contradict this round's answer ("1 cylinder" beside "2 small
+  cylinders") make that image less likely the secret: the agent contradicts itself about the secret far
+  less often than about the other images, right or wrong.
   Explanations for the secret alone (at-will ObjScene, RelQAs, NLE) are evidence about which image is the
   secret: related answers count as more answers about the secret, stated facts favour the images where
   they hold.
@@ -75,9 +76,10 @@ PLAYER_PHRASINGS = {
 # What people ask about in a guessing game, and how often (ParticipantConfig.question_kinds).
 QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
 COUNT_ANSWERS = 11                                 # "0" to "10"
-EXPECTED_FIT = 0.85        # how well it expects an explanation to fit an image (0 to 1), see _trusts
+EXPECTED_FIT = 0.85         # how well it expects an explanation to fit an image (0 to 1), see _trusts
 COHERENCE_WEIGHT = 0.4      # related answers all contradicting the answer scale an image's probability by
-                            # exp(-explanation_weight * this): careful 0.14, close to the measured 1-5% / 20%
+                            # exp(-explanation_weight * this): careful 0.14; measured: about the secret
+                            # 0-8% of rounds, about the other images 17-29%
 
 
 def answers_of(question: Question) -> int:
@@ -288,7 +290,7 @@ class SimulatedParticipant:
         """Related answers shown for an image that cannot hold together with this round's answer ("2 small
         cylinders" beside "1 cylinder") say the agent would not have given this answer about that image,
         so it is less likely the secret: the agent contradicts itself about the secret far less often than
-        about the other images, right answer or wrong (about 1-5% against 20% of the time)."""
+        about the other images, right answer or wrong (0-8% against 17-29% of rounds, medium agent)."""
         coherence = []
         for token in self.tokens:
             shares = [qa_coherence(e.get("payload") or {}, question, answer)

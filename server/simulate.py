@@ -35,9 +35,9 @@ Output: OUT/export/ (what `exag export` writes: games, rounds, ratings, ... and 
 from __future__ import annotations
 
 import hashlib
-import logging
 import io
 import json
+import logging
 import secrets
 import shutil
 import sys
