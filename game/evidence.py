@@ -16,11 +16,11 @@ explanations this way: to judge whether this round's answer can be trusted.
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import numpy as np
 
+from vqa_agent.world.facts import check_facts
 from vqa_agent.world.parser import Unparseable, parse, parse_program
 from vqa_agent.world.programs import IllPosed, ProgramError, execute
 from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS, Question
@@ -177,29 +177,11 @@ def qa_coherence(payload: dict, asked: Question, answer: str) -> float | None:
     return float(np.mean(checked)) if checked else None
 
 
-def stated_phrases(text: str) -> list[dict[str, str]]:
-    """The things a sentence says exist: each run of attribute words ending in a noun ("the large red
-    cube", "a shiny ball", "metal things"); bare nouns ("thing") state nothing."""
-    phrases, attrs = [], {}
-    for word in re.findall(r"[a-z]+", text.lower()):
-        if word in WORD_VALUE:
-            value = WORD_VALUE[word]
-            attrs[ATTRIBUTE_OF[value]] = value
-        elif word in NOUN_VALUE:
-            if NOUN_VALUE[word] is not None:
-                attrs["shape"] = NOUN_VALUE[word]
-            if attrs:
-                phrases.append(attrs)
-            attrs = {}
-        else:
-            attrs = {} if word not in ("a", "an", "the", "and") else attrs
-    return phrases
-
-
 def facts_hold(text: str, scene: Scene) -> float | None:
-    """The share of the things a sentence says exist that the participant sees in the image."""
-    phrases = stated_phrases(text)
-    return float(np.mean([bool(matching(scene, p)) for p in phrases])) if phrases else None
+    """The share of the facts a sentence states ("there are no spheres", "the cube is red") that hold in
+    the image as the participant sees it; None when it states nothing checkable."""
+    checked = [f.holds for f in check_facts(text, scene) if f.holds is not None]
+    return float(np.mean(checked)) if checked else None
 
 
 def words_hold(payload: dict, scene: Scene) -> float | None:

@@ -7,7 +7,7 @@ import pytest
 from hand_scenes import hand_scene
 
 from game import rules
-from game.evidence import agreement, stated_phrases
+from game.evidence import agreement, facts_hold
 from game.participant import PRESETS, ParticipantConfig, SimulatedParticipant
 from game.perception import PerceptionErrors, perceive
 from game.settings import RATINGS, settings_named
@@ -63,9 +63,37 @@ def test_an_explanation_that_exposes_a_wrong_answer_keeps_the_secret_in_play():
     # the agent said "no" about A's red cube; attention on A lies on the sphere, not the cube
     exposed = player._update(np.full(3, 1 / 3), q, "no", player._trusts([0.0, None, None]))
     assert exposed[0] > plain[0] * 3
-    # a perfect fit counts a little more than no explanation, a poor one much less
+    # a perfect fit counts more than no explanation, a poor one much less
     fair, perfect, poor = player._trusts([None, 1.0, 0.2])
     assert poor < 0.5 < fair < perfect
+
+
+def test_it_asks_only_while_the_next_answer_is_worth_its_point():
+    # (no minimum number of questions: the study's minimum always comes first)
+    player = started(exact(trust_prior=0.9, perception_confidence=1.0, guess_confidence=0.99, min_questions=0))
+    view = player_view(game())
+    exist_red_cube = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
+    # at 1/3 each, "is there a red cube?" from an agent it trusts picks out A or rules it out
+    assert player._worth_asking(view, exist_red_cube)
+    # from an agent it believes right one time in ten, the answer moves A from 1/3 to at most 0.37:
+    # 0.37 * 9 points after it is worth less than 1/3 * 10 points now
+    doubtful = started(exact(trust_prior=0.1, trust_strength=1000.0, perception_confidence=1.0, min_questions=0))
+    assert not doubtful._worth_asking(view, exist_red_cube)
+    # nearly sure of A with 10 points: even a good question costs more than it can add
+    player.belief = np.array([0.95, 0.03, 0.02])
+    assert not player._worth_asking(view, exist_red_cube)
+
+
+def test_explanations_that_never_fit_make_it_doubt_the_next_answer():
+    player = started(exact(trust_prior=0.9, trust_strength=50.0, explanation_weight=5.0))
+    assert player._expected_trust() == pytest.approx(0.9)
+    player.fits = [0.1, 0.2]                      # this game's explanations pointed at the wrong things
+    assert player._expected_trust() < 0.6
+    player.fits = [1.0, 1.0]
+    assert player._expected_trust() > 0.95
+    deaf = started(exact(trust_prior=0.9, trust_strength=50.0, explanation_weight=0.0))
+    deaf.fits = [0.1, 0.2]
+    assert deaf._expected_trust() == pytest.approx(0.9)
 
 
 def test_the_participant_is_deterministic_for_a_seed():
@@ -193,8 +221,7 @@ def test_related_answers_and_stated_facts_are_checked_against_the_image():
         {"question": "Is there a red cube?", "answer": "yes", "probability": 0.9},
         {"question": "How many spheres are there?", "answer": "2", "probability": 0.6}]}}
     assert agreement(pairs, scene, []) == 0.0          # one of two agrees
-    assert stated_phrases("The large red block is left of a shiny ball.") == [
-        {"size": "large", "color": "red", "shape": "cube"}, {"material": "metal", "shape": "sphere"}]
+    assert facts_hold("There are no yellow cylinders.", scene) == 1.0      # a denial holds where absent
     assert agreement({"kind": "text", "payload": {"text": "There is a red cube."}}, scene, []) == 1.0
     assert agreement({"kind": "text", "payload": {"text": "There is a yellow cylinder."}}, scene, []) == -1.0
     words = {"kind": "words", "payload": {"words": [{"word": "red", "probability": 0.97, "score": 1.0},
