@@ -190,6 +190,18 @@ def _bench_nle(args: argparse.Namespace) -> int:
                       (["--threads", str(args.threads)] if args.threads else [])) or 0
 
 
+def _bench_card(args: argparse.Namespace) -> int:
+    from experiments.benchmark.card import main as bench_main
+
+    world = _default_world(args.world, ("test",), "`exag bench card`")
+    return bench_main(["--agent", str(args.agent), "--world", str(world), "--out", str(args.out),
+                       "--seed", str(args.seed)] +
+                      (["--max-items", str(args.max_items)] if args.max_items else []) +
+                      (["--explainers", args.explainers] if args.explainers else []) +
+                      (["--nle-model", str(args.nle_model)] if args.nle_model else []) +
+                      (["--threads", str(args.threads)] if args.threads else [])) or 0
+
+
 def _bench_clevr(args: argparse.Namespace) -> int:
     from experiments.benchmark.clevr_phrased import main as bench_main
     world = _default_world(args.world, ("test",), "`exag bench clevr`")
@@ -671,6 +683,20 @@ def build_parser() -> argparse.ArgumentParser:
     nle_bench.add_argument("--model", default=None, help="NLE model directory (default: the one shipped for the agent)")
     nle_bench.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     nle_bench.set_defaults(run=_bench_nle)
+    card_bench = bench_commands.add_parser(
+        "card", help="every explainer benchmarked the way the field does, in one card (card.json, card.md, plots)",
+        description="Grading, e-ViL, F1@ExplanationScore, faithfulness tests, attention localisation and the "
+                    "randomisation sanity check of every explainer (shams included) on one agent; "
+                    "`exag analyze --bench OUT` shows the card beside a study.")
+    card_bench.add_argument("--agent", default="default")
+    card_bench.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
+    card_bench.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and the plots")
+    card_bench.add_argument("--max-items", type=int, default=None, help="test questions sampled (default: all)")
+    card_bench.add_argument("--explainers", default=None, help="comma-separated explainer names (default: all)")
+    card_bench.add_argument("--nle-model", default=None, help="NLE model directory (default: the agent's shipped one)")
+    card_bench.add_argument("--seed", type=int, default=0)
+    card_bench.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
+    card_bench.set_defaults(run=_bench_card)
     explainers_bench = bench_commands.add_parser(
         "explainers", help="latency of each explainer and of controlled (N=5) and at-will (N=20) rounds",
         description="p50/p95 of each explainer on one request and of whole game rounds with explanations.")

@@ -7,6 +7,10 @@ to the report. Each file is recognised by its contents (results/*.json are examp
 - explainers (`exag bench explainers`): {"agent", "explainers": {name: {"p50_ms", "p95_ms", "mean_ms"}},
   "rounds": {"controlled"|"at_will": {...}}}
 - latency (`exag bench latency`): {"agent", "cold_5"|"warm_5"|"cold_20"|"warm_20": {"p50_ms", ...}}
+- card (`exag bench card --out DIR`, its DIR/card.json; `--bench` takes that DIR): {"agent": {"name",
+  "accuracy", "by_type", "latency"}, "explainers": {name: {"grading", "e_vil", "f1_at_es", "faithfulness",
+  "localisation", "sanity", ...}}}; each explainer's headline scores (experiments/benchmark/card.py
+  COLUMNS) go beside its study figures
 Anything else is listed under `skipped` with the reason.
 
 The study side comes from the logs: per explainer, the explanations of the secret image (items), the
@@ -24,7 +28,7 @@ from .frames import Frames, paper_order
 from .stats import rate_of
 
 MISSING = ("no benchmark results: run exag bench vqa|nle|explainers|latency --agent AGENT --json DIR/NAME.json "
-           "for the study's agent, and pass --bench DIR")
+           "or exag bench card --agent AGENT --out DIR for the study's agent, and pass --bench DIR")
 LATENCY_KEYS = ("p50_ms", "p95_ms", "mean_ms")
 NLE_KEYS = ("s_t", "s_e", "s_o", "bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "ngram_score", "exact_match")
 ON_POINT = 1
@@ -35,6 +39,8 @@ def _latency(entry: dict) -> dict:
 
 
 def _kind(data: dict) -> str | None:
+    if isinstance(data.get("agent"), dict) and isinstance(data.get("explainers"), dict):
+        return "card"
     if isinstance(data.get("accuracy"), (int, float)):
         return "vqa"
     if isinstance(data.get("nle"), dict) and "s_e" in data["nle"]:
@@ -62,9 +68,13 @@ def read_bench(directory: str | Path) -> dict:
             continue
         kind = _kind(data) if isinstance(data, dict) else None
         if kind is None:
-            skipped.append({"file": path.name, "reason": "not an exag bench vqa/nle/explainers/latency result"})
+            skipped.append({"file": path.name,
+                            "reason": "not an exag bench vqa/nle/explainers/latency/card result"})
             continue
         files.append({"file": path.name, "kind": kind})
+        if kind == "card":
+            _read_card(data, path.name, agents, explainers)
+            continue
         agent = str(data.get("agent") or "(unnamed agent)")
         entry = agents.setdefault(agent, {})
         if kind == "vqa":
@@ -90,6 +100,20 @@ def read_bench(directory: str | Path) -> dict:
     return out
 
 
+def _read_card(card: dict, file: str, agents: dict, explainers: dict) -> None:
+    """A benchmark card: the agent's accuracy and latency, and each explainer's headline scores."""
+    from experiments.benchmark.card import COLUMNS, _get
+    agent = card["agent"]
+    name = str(agent.get("name") or "(unnamed agent)")
+    agents.setdefault(name, {})["card"] = {"accuracy": agent.get("accuracy"), "n": agent.get("n"),
+                                           "by_type": agent.get("by_type"), "latency": agent.get("latency"),
+                                           "file": file}
+    for explainer, entry in card["explainers"].items():
+        scores = {header: _get(entry, *path) for header, path in COLUMNS}
+        explainers.setdefault(explainer, {}).setdefault(name, {}).update(
+            card={k: v for k, v in scores.items() if v is not None}, card_file=file)
+
+
 def study_side(frames: Frames) -> dict:
     """What the study's logs say about its agent and explainers."""
     items, rounds = frames.items, frames.rounds
@@ -111,10 +135,28 @@ def study_side(frames: Frames) -> dict:
     return {"agent": agent, "explainers": per_explainer}
 
 
-def benchmarks(frames: Frames, bench: dict | None) -> dict:
-    """The `benchmarks` section: `bench` is read_bench's result (None: no --bench DIR given)."""
+def effects(controlled: dict | None) -> dict[str, dict]:
+    """Each explainer's measured effect on players: Table 1's row of the arm mode showing it alone (with
+    minus without explanations: win rate and score, the clustered p-value)."""
+    effect = {}
+    for row in (controlled or {}).get("table1") or []:
+        improvement = row.get("improvement") or {}
+        if "+" in str(row.get("mode")) or "win_rate" not in improvement:
+            continue
+        effect[row["mode"]] = {"win_rate": improvement.get("win_rate"), "win_rate_ci": improvement.get("win_rate_ci"),
+                               "score": improvement.get("score"), "p_value_clustered": row.get("p_value_clustered"),
+                               "n_games": (row.get("with_expl") or {}).get("n_games")}
+    return effect
+
+
+def benchmarks(frames: Frames, bench: dict | None, controlled: dict | None = None) -> dict:
+    """The `benchmarks` section: `bench` is read_bench's result (None: no --bench DIR given);
+    `controlled` the report's controlled section, whose Table 1 gives each explainer's effect."""
     bench = bench if bench is not None else {"missing": MISSING}
     study = study_side(frames)
+    for name, effect in effects(controlled).items():
+        if name in study["explainers"]:
+            study["explainers"][name]["effect"] = effect
     names = paper_order(set(study["explainers"]) | set(bench.get("explainers", {})))
     return {**bench, "study": study,
             "by_explainer": {name: {"study": study["explainers"].get(name),

@@ -253,7 +253,8 @@ def benchmarks_section(bench) -> str:
         out += (f"<p><b>No benchmark scores in this report.</b> {_e(bench['missing'])}. For example: "
                 "<code>exag bench vqa --agent AGENT --json bench/vqa.json</code>, <code>exag bench nle --agent AGENT "
                 "--json bench/nle.json</code>, <code>exag bench explainers --agent AGENT --json bench/explainers.json"
-                "</code>, <code>exag bench latency --agent AGENT --json bench/latency.json</code>, then "
+                "</code>, <code>exag bench latency --agent AGENT --json bench/latency.json</code>, or the whole card "
+                "<code>exag bench card --agent AGENT --out bench/</code>, then "
                 "<code>exag analyze ... --bench bench/</code>.</p>")
     study = bench.get("study") or {}
     agent = study.get("agent") or {}
@@ -264,9 +265,11 @@ def benchmarks_section(bench) -> str:
         vqa = a.get("vqa") or {}
         lat = a.get("latency_ms") or {}
         rounds = a.get("rounds_ms") or {}
-        rows.append([f"benchmark: agent {_e(name)}",
-                     f"{_pct(vqa.get('accuracy'))} <span class=\"muted small\">(n={_e(vqa.get('n', DASH))})</span>"
-                     if vqa else DASH,
+        card = a.get("card") or {}
+        accuracy = f"{_pct(vqa.get('accuracy'))} <span class=\"muted small\">(n={_e(vqa.get('n', DASH))})</span>" \
+            if vqa else f"{_num(card.get('accuracy'), 1)}% <span class=\"muted small\">(card, n={_e(card.get('n', DASH))})" \
+            "</span>" if card else DASH
+        rows.append([f"benchmark: agent {_e(name)}", accuracy,
                      "; ".join(f"{_e(k)} {_latency(v)}" for k, v in lat.items()) or DASH,
                      "; ".join(f"{_e(k)} {_latency(v)}" for k, v in rounds.items()) or DASH])
     out += ("<h3>The agent</h3>" + _table(["source", "answers right [95% CI]", "latency p50 / p95", "rounds p50 / p95"],
@@ -285,16 +288,24 @@ def benchmarks_section(bench) -> str:
                 nle = x.get("nle") or {}
                 if nle:
                     parts.append(", ".join(f"{_e(k)} {_num(v, 3)}" for k, v in nle.items() if isinstance(v, (int, float))))
+                card = x.get("card") or {}
+                if card:
+                    parts.append(", ".join(f"{_e(k)} {_num(v, 1)}" for k, v in card.items()))
                 bench_text.append(f"{_e(agent_name)}: {'; '.join(parts) or DASH}")
+            effect = s.get("effect") or {}
+            effect_text = (f"{_num(100 * effect['win_rate'], 1)} points "
+                           f"<span class=\"muted small\">(p = {_num(effect.get('p_value_clustered'), 3)} clustered, "
+                           f"n={_e(effect.get('n_games', DASH))})</span>") if effect.get("win_rate") is not None else DASH
             rows.append([_e(mode_name(name)), _e(s.get("n_items", DASH)),
                          _rate(s.get("on_point_automatic"), key="share") if s else DASH,
                          _rate(s.get("on_point_raters"), key="share") if s else DASH,
-                         _rate(s.get("win_rate")) if s else DASH, "<br>".join(bench_text) or DASH])
+                         _rate(s.get("win_rate")) if s else DASH, effect_text, "<br>".join(bench_text) or DASH])
         out += ("<h3>The explainers</h3><p>Study: the secret image's explanations, the share graded on-point "
-                "(Exactly or Mostly) automatically and by the raters, and the win rate of their games; benchmark: "
-                "the offline scores of the same explainer.</p>" +
-                _table(["explainer", "items", "on-point (automatic)", "on-point (raters)", "win rate", "benchmarks"],
-                       rows))
+                "(Exactly or Mostly) automatically and by the raters, the win rate of their games, and the effect of "
+                "the arm showing it alone (Table 1: win rate with minus without explanations); benchmark: the "
+                "offline scores of the same explainer (a benchmark card's scores are percentages).</p>" +
+                _table(["explainer", "items", "on-point (automatic)", "on-point (raters)", "win rate",
+                        "effect on players", "benchmarks"], rows))
     skipped = bench.get("skipped") or []
     if skipped:
         out += "<p class=\"muted small\">Skipped: " + "; ".join(f"{_e(s.get('file'))} ({_e(s.get('reason'))})"

@@ -93,7 +93,9 @@ report = {
                            "explainers": {explainer: study_x}},
                  "by_explainer": {explainer: {"study": study_x | None, "bench": {agent: {...}} | None}}},
     latency = {"p50_ms", "p95_ms", "mean_ms"}
-    study_x = {"n_items", "on_point_automatic": {"n", "share", "ci"}, "on_point_raters": {...}, "win_rate": rate}
+    study_x = {"n_items", "on_point_automatic": {"n", "share", "ci"}, "on_point_raters": {...}, "win_rate": rate,
+               "effect"?: {"win_rate", "win_rate_ci", "score", "p_value_clustered", "n_games"}}  (Table 1, its arm alone)
+    bench explainer entry (a card): {"card": {headline: value}, "card_file"}; agent: {"card": {"accuracy", ...}}
   "paper": the paper's published numbers in the same shapes (paper.py),
   "quality": {"flagged_participants": {flag: int}},
   "exclusions": {"flags": [flag], "participants": int, "games": int},
@@ -162,7 +164,7 @@ def sections(frames: Frames, bench: dict | None, notes: list[str]) -> dict:
            "at_will": _guarded("at_will", lambda: at_will(frames), notes)}
     for name, compute in SECTIONS.items():
         out[name] = _guarded(name, lambda compute=compute: compute(frames), notes)
-    out["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench), notes)
+    out["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench, out["controlled"]), notes)
     return out
 
 
@@ -209,7 +211,7 @@ def _pooled(frames: Frames, per_study: dict, bench: dict | None, notes: list[str
             _guarded(key, lambda compute=compute: compute(frames), notes)
     for name, compute in SECTIONS.items():
         pooled[name] = _guarded(name, lambda compute=compute: compute(frames), notes)
-    pooled["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench), notes)
+    pooled["benchmarks"] = _guarded("benchmarks", lambda: benchmarks(frames, bench, pooled["controlled"]), notes)
     return pooled
 
 

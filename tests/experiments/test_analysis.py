@@ -368,6 +368,31 @@ def test_benchmarks_are_read_beside_the_study(tmp_path):
     assert "exag bench" in analyze(log.tables())["benchmarks"]["missing"]
 
 
+def test_a_benchmark_card_is_read_beside_the_study(tmp_path):
+    from experiments.analysis.benchmarks import effects
+    (tmp_path / "bench").mkdir()
+    card = {"agent": {"name": "x", "n": 40, "accuracy": 72.5, "by_type": {}, "latency": {"single_p50_ms": 3.0}},
+            "world": "w", "seed": 0, "seconds": 60.0,
+            "explainers": {"attention": {"kind": "attention", "grading": {"on_point": 55.0},
+                                         "localisation": {"relevance_mass": 61.0, "pointing_game": 80.0},
+                                         "e_vil": {"not_applicable": "attention explanations are 'attention'"}},
+                           "nle": {"kind": "text", "e_vil": {"s_e_ground_truth": 70.0, "s_o_ground_truth": 50.75}}}}
+    (tmp_path / "bench" / "card.json").write_text(json.dumps(card))
+    report = analyze(rated_log(with_raters=False).tables(), bench_dir=tmp_path / "bench")
+    bench = report["benchmarks"]
+    assert bench["files"] == [{"file": "card.json", "kind": "card"}]
+    assert bench["agents"]["x"]["card"]["accuracy"] == 72.5
+    attention = bench["by_explainer"]["attention"]["bench"]["x"]["card"]
+    assert attention == {"on-point (grading)": 55.0, "relevance mass": 61.0, "pointing game": 80.0}
+    assert bench["by_explainer"]["nle"]["bench"]["x"]["card"]["S_O facts"] == 50.75
+    # each explainer's effect on players: its arm's Table 1 row (with minus without explanations)
+    controlled = analyze(controlled_log().tables())["controlled"]
+    rows = {r["mode"]: r for r in controlled["table1"]}
+    effect = effects(controlled)
+    assert set(effect) == {"attention", "relqa", "both", "overall", "overall_inc_none"}
+    assert effect["attention"]["win_rate"] == rows["attention"]["improvement"]["win_rate"]
+
+
 # --- a server data directory --------------------------------------------------------------------------
 
 def test_server_data_directory_is_exported_on_the_fly(tmp_path):

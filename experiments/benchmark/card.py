@@ -1,0 +1,268 @@
+"""The benchmark card of an agent and every explainer: the field's offline scores, on the same agent
+the study's players meet, in one file a study report can read.
+
+    exag bench card --agent medium --world data/world --out results/card_medium [--max-items 300]
+    exag analyze --data EXPORT --out REPORT --bench results/card_medium   # offline scores beside the study
+
+It answers a seeded sample of the world's test questions (experiments/benchmark/items.py), explains
+every answer with every explainer inside a game round (so the shams work as in the game), and runs on
+each explainer the measures that apply to its kind, each its own module:
+
+| measure | module | explainers |
+|---|---|---|
+| grading (the ExAG raters' 5-point scale, automatic) | explanation_grades.py | all |
+| e-ViL S_T, S_E, S_O (proxy and fact-checked) | e_vil.py | text (nle, introspect, nle-other), relqa as text |
+| F1@ExplanationScore (V-FLUTE) | f1_at_es.py | the same |
+| faithfulness (counterfactual text and image edits, input reconstruction) | faithfulness.py | text and attention |
+| localisation (relevance mass, relevance rank, pointing game) | localisation.py | attention |
+| sanity (model parameter randomisation) | sanity.py | attention |
+| word and related-answer checks | word_checks.py | objscene, relqa |
+
+It writes OUT/card.json ({"agent": {"name", "accuracy", "by_type", "latency"}, "explainers": {name:
+{"kind", "e_vil", "faithfulness", "f1_at_es", "localisation", "sanity", "grading", "seconds"}}, ...};
+a measure that does not apply to an explainer is {"not_applicable": why}), OUT/card.md (the table) and
+plots: OUT/f1_at_t.png (F1@t curves) and OUT/faithfulness.png (unfaithful shares per test).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from experiments.benchmark.items import answer, explain, load_items
+
+# the measures each kind of explanation gets (the card's keys); the rest are not applicable
+MEASURES = ("grading", "e_vil", "f1_at_es", "faithfulness", "localisation", "sanity", "word_checks")
+APPLIES = {
+    "attention": {"grading", "faithfulness", "localisation", "sanity"},
+    "text": {"grading", "e_vil", "f1_at_es", "faithfulness"},
+    "qa_pairs": {"grading", "e_vil", "f1_at_es", "word_checks"},
+    "words": {"grading", "word_checks"},
+}
+SINGLE_REQUESTS = 30          # questions answered one at a time for the agent's latency
+
+
+def explainer_options(agent_name: str, world: Path, nle_model: str | Path | None) -> dict[str, dict]:
+    """As the server sets them (server/worker.py): RelQA's bank from the world, the NLE model shipped for
+    the agent unless one is given."""
+    options: dict[str, dict] = {"relqa": {"world": world, "progress": False}}
+    if nle_model is not None:
+        options["nle"] = {"model": nle_model}
+    elif not Path(str(agent_name)).exists():
+        options["nle"] = {"agent_name": agent_name}
+    return options
+
+
+def load_explainers(agent, names, options: dict[str, dict]) -> tuple[dict, dict[str, str]]:
+    """The explainers by name (a sham shares the explainer it imitates, as in the server) and, for those
+    that could not be loaded, why."""
+    from explainers import EXPLAINERS, load_explainer
+    loaded, unavailable = {}, {}
+    for name in names:
+        cls = EXPLAINERS[name]
+        imitates = getattr(cls, "imitates", None)
+        try:
+            if imitates:
+                real = loaded.get(imitates) or load_explainer(imitates, agent, **options.get(imitates, {}))
+                loaded[name] = cls(agent, explainer=real)
+            else:
+                loaded[name] = load_explainer(name, agent, **options.get(name, {}))
+        except (OSError, ValueError, KeyError) as error:
+            unavailable[name] = str(error)
+    return loaded, unavailable
+
+
+def agent_section(agent, name: str, items, outputs, batched_seconds: float) -> dict:
+    right = [o.answer == it.answer for it, o in zip(items, outputs)]
+    by_type: dict[str, list[bool]] = {}
+    for it, r in zip(items, right):
+        by_type.setdefault(it.type, []).append(r)
+    single = []
+    for it in items[:SINGLE_REQUESTS]:
+        started = time.perf_counter()
+        agent.answer([it.image], [it.question])
+        single.append(1000 * (time.perf_counter() - started))
+    return {"name": name, "n": len(items), "accuracy": 100 * float(np.mean(right)),
+            "by_type": {t: {"n": len(v), "accuracy": 100 * float(np.mean(v))} for t, v in sorted(by_type.items())},
+            "latency": {"batched_ms_per_question": 1000 * batched_seconds / max(len(items), 1),
+                        "single_p50_ms": float(np.percentile(single, 50)),
+                        "single_p95_ms": float(np.percentile(single, 95)), "single_n": len(single)}}
+
+
+def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[str, Callable]:
+    """measure -> f(name, explainer, explanations) -> its JSON; imported lazily, each its own module."""
+    from experiments.benchmark.e_vil import e_vil
+    from experiments.benchmark.explanation_grades import explanation_grades
+    from experiments.benchmark.f1_at_es import f1_at_es
+    from experiments.benchmark.faithfulness import faithfulness
+    from experiments.benchmark.localisation import localisation
+    from experiments.benchmark.sanity import sanity
+    from experiments.benchmark.word_checks import word_checks
+    return {
+        "grading": lambda name, explainer, ex: explanation_grades(ex, items, outputs),
+        "e_vil": lambda name, explainer, ex: e_vil(items, outputs, ex, progress=progress),
+        "f1_at_es": lambda name, explainer, ex: f1_at_es(items, outputs, ex, progress=progress),
+        "faithfulness": lambda name, explainer, ex: faithfulness(agent, explainer, items, outputs, seed=seed,
+                                                                 progress=progress),
+        "localisation": lambda name, explainer, ex: localisation(ex, items, progress=progress),
+        "sanity": lambda name, explainer, ex: sanity(agent, items, explainer_name=name, seed=seed, progress=progress),
+        "word_checks": lambda name, explainer, ex: word_checks(ex, items, outputs),
+    }
+
+
+def bench_card(agent_name: str, world: Path, max_items: int | None = None, explainers: list[str] | None = None,
+               nle_model: str | Path | None = None, seed: int = 0, progress: bool = True,
+               log: Callable[[str], None] = print) -> dict:
+    from explainers import EXPLAINER_NAMES
+    from vqa_agent.agent import VQAAgent
+    started = time.perf_counter()
+    names = list(explainers or EXPLAINER_NAMES)
+    unknown = [n for n in names if n not in EXPLAINER_NAMES]
+    if unknown:
+        raise ValueError(f"unknown explainer(s) {', '.join(unknown)}; choose from {', '.join(EXPLAINER_NAMES)}")
+    agent = VQAAgent.from_pretrained(agent_name)
+    items = load_items(world, max_items, seed=seed)
+    log(f"{len(items)} test questions of {world}; answering them with agent {agent_name}")
+    t = time.perf_counter()
+    outputs = answer(agent, items)
+    card = {"agent": agent_section(agent, str(agent_name), items, outputs, time.perf_counter() - t),
+            "world": str(world), "max_items": max_items, "seed": seed, "explainers": {}, "unavailable": {}}
+    loaded, card["unavailable"] = load_explainers(agent, names, explainer_options(agent_name, world, nle_model))
+    runners = measure_runners(agent, items, outputs, seed, progress)
+    for name, explainer in loaded.items():
+        log(f"explainer {name}: explaining {len(items)} answers")
+        t = time.perf_counter()
+        explanations = explain(explainer, items, outputs, agent, seed=seed)
+        entry = {"kind": explainer.kind, "seconds": {"explain": time.perf_counter() - t}}
+        for measure in MEASURES:
+            if measure not in APPLIES.get(explainer.kind, set()):
+                entry[measure] = {"not_applicable": f"{name} explanations are {explainer.kind!r}"}
+                continue
+            log(f"explainer {name}: {measure}")
+            t = time.perf_counter()
+            entry[measure] = runners[measure](name, explainer, explanations)
+            entry["seconds"][measure] = time.perf_counter() - t
+        card["explainers"][name] = entry
+    card["seconds"] = time.perf_counter() - started
+    return card
+
+
+# --- the table and the plots ------------------------------------------------------------------------
+
+def _get(entry: dict, *path, scale: float = 1.0):
+    for key in path:
+        if not isinstance(entry, dict) or key not in entry:
+            return None
+        entry = entry[key]
+    return entry * scale if isinstance(entry, (int, float)) and not isinstance(entry, bool) else None
+
+
+COLUMNS = [   # (header, path into an explainer's entry)
+    ("on-point (grading)", ("grading", "on_point")),
+    ("S_E facts", ("e_vil", "s_e_ground_truth")),
+    ("S_O facts", ("e_vil", "s_o_ground_truth")),
+    ("S_E proxy", ("e_vil", "s_e_proxy")),
+    ("F1@0", ("f1_at_es", "f1_at", "0")),
+    ("F1@0.53", ("f1_at_es", "f1_at", "0.53")),
+    ("F1@0.6", ("f1_at_es", "f1_at", "0.6")),
+    ("text CF %Total Unfaith", ("faithfulness", "counterfactual_text", "total_unfaith")),
+    ("image CF %Unfaith", ("faithfulness", "counterfactual_image", "counter_unfaith")),
+    ("reconstruction %Unfaith", ("faithfulness", "input_reconstruction", "unfaith")),
+    ("attention moved %", ("faithfulness", "counterfactual_image", "moved")),
+    ("relevance mass", ("localisation", "relevance_mass")),
+    ("relevance rank", ("localisation", "relevance_rank")),
+    ("pointing game", ("localisation", "pointing_game")),
+    ("sanity Spearman", ("sanity", "final_spearman")),
+    ("words/RelQA right", ("word_checks", "precision")),
+]
+
+
+def markdown(card: dict) -> str:
+    agent = card["agent"]
+    lines = [f"# Benchmark card: agent `{agent['name']}` on `{card['world']}`", "",
+             f"{agent['n']} test questions (seed {card['seed']}); accuracy {agent['accuracy']:.1f}%; "
+             f"answer latency one question p50 {agent['latency']['single_p50_ms']:.1f} ms. "
+             f"Card computed in {card['seconds'] / 60:.1f} min. Scores in percent; empty: not applicable.", ""]
+    used = [(h, p) for h, p in COLUMNS if any(_get(e, *p) is not None for e in card["explainers"].values())]
+    lines.append("| explainer | " + " | ".join(h for h, _ in used) + " |")
+    lines.append("|---|" + "---|" * len(used))
+    for name, entry in card["explainers"].items():
+        cells = [_get(entry, *p) for _, p in used]
+        lines.append(f"| {name} | " + " | ".join("" if c is None else f"{c:.1f}" for c in cells) + " |")
+    if card.get("unavailable"):
+        lines += ["", "Not benchmarked: " + "; ".join(f"{n} ({why})" for n, why in card["unavailable"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def plot(card: dict, out: Path) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    written = []
+    curves = {n: e["f1_at_es"]["curve"] for n, e in card["explainers"].items()
+              if isinstance(e.get("f1_at_es"), dict) and e["f1_at_es"].get("curve")}
+    if curves:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for name, curve in curves.items():
+            ax.plot([p["t"] for p in curve], [p["f1"] for p in curve], label=name)
+        for t in (0.53, 0.6):
+            ax.axvline(t, color="gray", lw=0.5, ls="--")
+        ax.set(xlabel="explanation score threshold t", ylabel="F1@t (%)", title="F1@ExplanationScore")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "f1_at_t.png", dpi=120)
+        plt.close(fig)
+        written.append(out / "f1_at_t.png")
+    tests = [("text CF", ("faithfulness", "counterfactual_text", "total_unfaith")),
+             ("image CF", ("faithfulness", "counterfactual_image", "counter_unfaith")),
+             ("reconstruction", ("faithfulness", "input_reconstruction", "unfaith")),
+             ("attention not moved", ("faithfulness", "counterfactual_image", "not_moved"))]
+    bars = {n: [_get(e, *p) for _, p in tests] for n, e in card["explainers"].items()}
+    bars = {n: v for n, v in bars.items() if any(x is not None for x in v)}
+    if bars:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        width = 0.8 / len(bars)
+        for k, (name, values) in enumerate(bars.items()):
+            ax.bar(np.arange(len(tests)) + k * width, [v or 0 for v in values], width, label=name)
+        ax.set_xticks(np.arange(len(tests)) + 0.4 - width / 2, [t for t, _ in tests])
+        ax.set(ylabel="unfaithful (%)", title="Faithfulness tests: lower is better")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "faithfulness.png", dpi=120)
+        plt.close(fig)
+        written.append(out / "faithfulness.png")
+    return written
+
+
+def write_card(card: dict, out: Path) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "card.json").write_text(json.dumps(card, indent=2))
+    (out / "card.md").write_text(markdown(card))
+    return [out / "card.json", out / "card.md", *plot(card, out)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", required=True, help="agent name (weak, medium, ...) or checkpoint directory")
+    parser.add_argument("--world", type=Path, default=Path("data/world"))
+    parser.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and plots")
+    parser.add_argument("--max-items", type=int, default=None, help="test questions sampled (default: all)")
+    parser.add_argument("--explainers", default=None, help="comma-separated names (default: all, shams included)")
+    parser.add_argument("--nle-model", default=None, help="NLE model directory (default: the one shipped for the agent)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+    card = bench_card(args.agent, args.world, args.max_items,
+                      args.explainers.split(",") if args.explainers else None, args.nle_model, args.seed)
+    written = write_card(card, args.out)
+    print(markdown(card))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
