@@ -30,6 +30,41 @@ def rle_to_mask(rle: dict) -> np.ndarray:
     return values.reshape(rle["size"])
 
 
+ATTRIBUTION_SOURCES = ("auto", "objects", "grid")
+
+
+def attribution_map(payload: dict, shape: tuple[int, int], source: str = "auto") -> np.ndarray:
+    """An attention payload as attention mass per pixel, float64 of `shape` (the image's height, width):
+    each attended proposal's weight spread evenly over its mask's pixels, and each grid cell's weight over
+    the pixels it covers (cells split the image evenly, as the grid splits the model's input). The map
+    sums to the attention shown, so its mass on a region is the share of attention on that region.
+    `source`: "objects", "grid", or "auto": the object attention when some proposal with pixels is
+    attended, else the grid (object attention is what the page labels with shares, and the grid is what
+    is left for a payload without proposals: explainers/grading.py grades by the same rule)."""
+    if source not in ATTRIBUTION_SOURCES:
+        raise ValueError(f"source must be one of {', '.join(ATTRIBUTION_SOURCES)}, got {source!r}")
+    height, width = shape
+    if source != "grid":
+        mass = np.zeros(shape)
+        for o in payload.get("objects", []):
+            if o["weight"] <= 0:
+                continue
+            mask = rle_to_mask(o["mask"])
+            if mask.shape != tuple(shape):
+                raise ValueError(f"attention mask {mask.shape} does not match the image {tuple(shape)}")
+            if mask.any():
+                mass[mask] += o["weight"] / mask.sum()
+        if source == "objects" or mass.any():
+            return mass
+    grid = np.asarray(payload["grid"], float)
+    if grid.ndim != 2 or grid.shape[0] > height or grid.shape[1] > width:
+        raise ValueError(f"attention grid of shape {grid.shape} cannot be spread over an image of {tuple(shape)}")
+    rows = np.diff(np.linspace(0, height, grid.shape[0] + 1).astype(int))   # pixels per cell row
+    cols = np.diff(np.linspace(0, width, grid.shape[1] + 1).astype(int))
+    density = grid / np.outer(rows, cols)
+    return density[np.repeat(np.arange(len(rows)), rows)][:, np.repeat(np.arange(len(cols)), cols)]
+
+
 class AttentionExplainer(Explainer):
     name = "attention"
     kind = "attention"

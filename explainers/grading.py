@@ -33,7 +33,7 @@ from vqa_agent.world.parser import parse_program
 from vqa_agent.world.programs import IllPosed, Program, ProgramError, execute
 from vqa_agent.world.scene import Scene
 
-from .attention import rle_to_mask
+from .attention import attribution_map, rle_to_mask
 from .base import Explanation
 from .scales import ANSWER_SCALE, EXPLANATION_SCALE   # re-exported: the scales live beside, torch-free
 
@@ -144,18 +144,9 @@ def grade_attention(payload: dict, truth: GroundTruth) -> Grade:
             share += o["weight"] * float(mask.any() and on_evidence[mask].mean() > 0.5)
         return _on_scale(share, SHARE_THRESHOLDS, "object attention on the evidence objects",
                          {"share": share, "evidence": evidence})
-    grid = np.asarray(payload["grid"], float)
-    share = float((grid * _coverage(on_evidence, grid.shape)).sum())
+    share = float(attribution_map(payload, truth.masks.shape, "grid")[on_evidence].sum())
     return _on_scale(share, SHARE_THRESHOLDS, "spatial attention on the evidence objects",
                      {"share": share, "evidence": evidence})
-
-
-def _coverage(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """The fraction of each grid cell's pixels inside the mask."""
-    rows = np.linspace(0, mask.shape[0], shape[0] + 1).astype(int)
-    cols = np.linspace(0, mask.shape[1], shape[1] + 1).astype(int)
-    return np.array([[mask[rows[i]:rows[i + 1], cols[j]:cols[j + 1]].mean() for j in range(shape[1])]
-                     for i in range(shape[0])])
 
 
 def grade_words(payload: dict, truth: GroundTruth) -> Grade:

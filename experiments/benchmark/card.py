@@ -44,6 +44,7 @@ APPLIES = {
     "words": {"grading", "word_checks"},
 }
 SINGLE_REQUESTS = 30          # questions answered one at a time for the agent's latency
+SANITY_ITEMS = 50             # the randomisation check re-runs the agent ~21 times: on the first items only
 
 
 def explainer_options(agent_name: str, world: Path, nle_model: str | Path | None) -> dict[str, dict]:
@@ -109,14 +110,16 @@ def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[st
         "faithfulness": lambda name, explainer, ex: faithfulness(agent, explainer, items, outputs, seed=seed,
                                                                  progress=progress),
         "localisation": lambda name, explainer, ex: localisation(ex, items, progress=progress),
-        "sanity": lambda name, explainer, ex: sanity(agent, items, explainer_name=name, seed=seed, progress=progress),
+        "sanity": lambda name, explainer, ex: sanity(agent, items[:SANITY_ITEMS], explainer_name=name, seed=seed,
+                                                     progress=progress),
         "word_checks": lambda name, explainer, ex: word_checks(ex, items, outputs),
     }
 
 
 def bench_card(agent_name: str, world: Path, max_items: int | None = None, explainers: list[str] | None = None,
                nle_model: str | Path | None = None, seed: int = 0, progress: bool = True,
-               log: Callable[[str], None] = print) -> dict:
+               log: Callable[[str], None] = print, options: dict[str, dict] | None = None) -> dict:
+    """The card (see the module docstring); `options` adds to each explainer's options (name -> dict)."""
     from explainers import EXPLAINER_NAMES
     from vqa_agent.agent import VQAAgent
     started = time.perf_counter()
@@ -131,7 +134,10 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
     outputs = answer(agent, items)
     card = {"agent": agent_section(agent, str(agent_name), items, outputs, time.perf_counter() - t),
             "world": str(world), "max_items": max_items, "seed": seed, "explainers": {}, "unavailable": {}}
-    loaded, card["unavailable"] = load_explainers(agent, names, explainer_options(agent_name, world, nle_model))
+    all_options = explainer_options(agent_name, world, nle_model)
+    for name, extra in (options or {}).items():
+        all_options[name] = {**all_options.get(name, {}), **extra}
+    loaded, card["unavailable"] = load_explainers(agent, names, all_options)
     runners = measure_runners(agent, items, outputs, seed, progress)
     for name, explainer in loaded.items():
         log(f"explainer {name}: explaining {len(items)} answers")
@@ -169,15 +175,18 @@ COLUMNS = [   # (header, path into an explainer's entry)
     ("F1@0", ("f1_at_es", "f1_at", "0")),
     ("F1@0.53", ("f1_at_es", "f1_at", "0.53")),
     ("F1@0.6", ("f1_at_es", "f1_at", "0.6")),
-    ("text CF %Total Unfaith", ("faithfulness", "counterfactual_text", "total_unfaith")),
-    ("image CF %Unfaith", ("faithfulness", "counterfactual_image", "counter_unfaith")),
-    ("reconstruction %Unfaith", ("faithfulness", "input_reconstruction", "unfaith")),
-    ("attention moved %", ("faithfulness", "counterfactual_image", "moved")),
+    ("text CF %Total Unfaith", ("faithfulness", "counterfactual_text", "pct_total_unfaith")),
+    ("image CF %Counter Unfaith", ("faithfulness", "counterfactual_image", "pct_counter_unfaith")),
+    ("reconstruction %Unfaith", ("faithfulness", "input_reconstruction", "pct_unfaithful")),
+    ("attention moved %", ("faithfulness", "counterfactual_image", "pct_moved")),
     ("relevance mass", ("localisation", "relevance_mass")),
     ("relevance rank", ("localisation", "relevance_rank")),
     ("pointing game", ("localisation", "pointing_game")),
-    ("sanity Spearman", ("sanity", "final_spearman")),
-    ("words/RelQA right", ("word_checks", "precision")),
+    ("sanity Spearman (randomised)", ("sanity", "final_spearman")),
+    ("sanity objects' Spearman", ("sanity", "final_spearman_objects")),
+    ("ObjScene word precision", ("word_checks", "precision")),
+    ("RelQA answers right", ("word_checks", "accuracy")),
+    ("RelQA coherence", ("word_checks", "coherence")),
 ]
 
 
@@ -217,10 +226,10 @@ def plot(card: dict, out: Path) -> list[Path]:
         fig.savefig(out / "f1_at_t.png", dpi=120)
         plt.close(fig)
         written.append(out / "f1_at_t.png")
-    tests = [("text CF", ("faithfulness", "counterfactual_text", "total_unfaith")),
-             ("image CF", ("faithfulness", "counterfactual_image", "counter_unfaith")),
-             ("reconstruction", ("faithfulness", "input_reconstruction", "unfaith")),
-             ("attention not moved", ("faithfulness", "counterfactual_image", "not_moved"))]
+    tests = [("text CF", ("faithfulness", "counterfactual_text", "pct_total_unfaith")),
+             ("image CF", ("faithfulness", "counterfactual_image", "pct_counter_unfaith")),
+             ("reconstruction", ("faithfulness", "input_reconstruction", "pct_unfaithful")),
+             ("attention not moved", ("faithfulness", "counterfactual_image", "pct_not_moved"))]
     bars = {n: [_get(e, *p) for _, p in tests] for n, e in card["explainers"].items()}
     bars = {n: v for n, v in bars.items() if any(x is not None for x in v)}
     if bars:

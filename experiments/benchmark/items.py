@@ -8,7 +8,8 @@ each explainer's explanations of those answers, asked the way the game asks them
 
 A game round asks one question on N images, and sham explainers show another image's explanation of
 that round (explainers/sham.py). So every item is explained inside a round: its own image first, then
-the images of the next ROUND_SIZE - 1 items, all asked the item's question and answered by the agent.
+the images of the next ROUND_SIZE - 1 items with other images, all asked the item's question and
+answered by the agent.
 Real explainers ignore the round; shams need it, and get it exactly as the server builds it.
 """
 from __future__ import annotations
@@ -90,9 +91,22 @@ def answer(agent, items: Sequence[BenchItem], questions: Sequence[str] | None = 
 
 
 def rounds(items: Sequence[BenchItem], size: int = ROUND_SIZE) -> list[list[int]]:
-    """For each item, the items whose images make its round: itself first, then the next size - 1."""
+    """For each item, the items whose images make its round: itself first, then the next items (in a
+    circle) whose images are not in the round yet, up to `size` images (fewer when the items have fewer
+    distinct images). A game never shows an image twice, and a sham must never show an image its own."""
     n = len(items)
-    return [[(i + k) % n for k in range(min(size, n))] for i in range(n)]
+    members = []
+    for i in range(n):
+        round_, seen = [i], {items[i].image_filename}
+        for k in range(1, n):
+            if len(round_) == size:
+                break
+            j = (i + k) % n
+            if items[j].image_filename not in seen:
+                round_.append(j)
+                seen.add(items[j].image_filename)
+        members.append(round_)
+    return members
 
 
 def explain(explainer, items: Sequence[BenchItem], outputs: Sequence, agent=None, seed: int = 0,
