@@ -691,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     card_bench.add_argument("--agent", default="default")
     card_bench.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     card_bench.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and the plots")
-    card_bench.add_argument("--max-items", type=int, default=None, help="test questions sampled (default: all)")
+    card_bench.add_argument("--max-items", type=int, default=None, help="test questions sampled (default 400)")
     card_bench.add_argument("--explainers", default=None, help="comma-separated explainer names (default: all)")
     card_bench.add_argument("--nle-model", default=None, help="NLE model directory (default: the agent's shipped one)")
     card_bench.add_argument("--seed", type=int, default=0)

@@ -1,10 +1,11 @@
 """The benchmark card of an agent and every explainer: the field's offline scores, on the same agent
 the study's players meet, in one file a study report can read.
 
-    exag bench card --agent medium --world data/world --out results/card_medium [--max-items 300]
+    exag bench card --agent medium --world data/world --out results/card_medium [--max-items 400]
     exag analyze --data EXPORT --out REPORT --bench results/card_medium   # offline scores beside the study
 
-It answers a seeded sample of the world's test questions (experiments/benchmark/items.py), explains
+It answers a seeded sample of the world's test questions (DEFAULT_ITEMS = 400 unless --max-items says
+otherwise; experiments/benchmark/items.py), explains
 every answer with every explainer inside a game round (so the shams work as in the game), and runs on
 each explainer the measures that apply to its kind, each its own module:
 
@@ -44,6 +45,7 @@ APPLIES = {
     "words": {"grading", "word_checks"},
 }
 SINGLE_REQUESTS = 30          # questions answered one at a time for the agent's latency
+DEFAULT_ITEMS = 400           # test questions of a card: the whole card in under 20 minutes on 2 cores
 SANITY_ITEMS = 50             # the randomisation check re-runs the agent ~21 times: on the first items only
 
 
@@ -260,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent", required=True, help="agent name (weak, medium, ...) or checkpoint directory")
     parser.add_argument("--world", type=Path, default=Path("data/world"))
     parser.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and plots")
-    parser.add_argument("--max-items", type=int, default=None, help="test questions sampled (default: all)")
+    parser.add_argument("--max-items", type=int, default=DEFAULT_ITEMS,
+                        help=f"test questions sampled (default {DEFAULT_ITEMS})")
     parser.add_argument("--explainers", default=None, help="comma-separated names (default: all, shams included)")
     parser.add_argument("--nle-model", default=None, help="NLE model directory (default: the one shipped for the agent)")
     parser.add_argument("--seed", type=int, default=0)
