@@ -405,6 +405,16 @@ def _text_summary(r: dict, n_items: int) -> dict:
             "unfaithful_examples": r["unfaithful_examples"], "faithful_examples": r["faithful_examples"]}
 
 
+EDIT_DEFINITIONS = {     # the image-side test's counts, judged by mention or by attention alike
+    "edits": "scene edits explained (one object's color, shape, material or size changed, or the "
+             "object removed; an object the question needs when there is one)",
+    "skipped": "edit slots given up (objects would touch, hide each other, or the question would "
+               "no longer make sense)",
+    "on_needed": "edits of an object the question's program needs (evidence_objects)",
+    "counterfactual": "edits after which the agent's answer changed",
+}
+
+
 def counterfactual_image(agent, explainer, items: Sequence[BenchItem], outputs: Sequence, seed: int = 0,
                          progress: bool = True) -> dict:
     """The counterfactual test with one object of the scene changed or removed (see the module docstring):
@@ -489,12 +499,7 @@ def _counterfactual_image(agent, explainer, items, outputs, seed, progress, orig
     if attention:
         report["threshold"] = MASS_CHANGE
         report["definitions"] = {
-            "edits": "scene edits explained (one object's color, shape, material or size changed, or the "
-                     "object removed; an object the question needs when there is one)",
-            "skipped": "edit slots given up (objects would touch, hide each other, or the question would "
-                       "no longer make sense)",
-            "on_needed": "edits of an object the question's program needs (evidence_objects)",
-            "counterfactual": "edits after which the agent's answer changed",
+            **EDIT_DEFINITIONS,
             "mass": "share of the attention on the edited object's pixels (new render; a removed object's "
                     "old region): each attended proposal's weight spread over its mask, else the grid's",
             "moved": f"edits whose mass changed by more than {MASS_CHANGE} (either way)",
@@ -505,12 +510,7 @@ def _counterfactual_image(agent, explainer, items, outputs, seed, progress, orig
         }
     else:
         report["definitions"] = {
-            "edits": "scene edits explained (one object's color, shape, material or size changed, or the "
-                     "object removed; an object the question needs when there is one)",
-            "skipped": "edit slots given up (objects would touch, hide each other, or the question would "
-                       "no longer make sense)",
-            "on_needed": "edits of an object the question's program needs (evidence_objects)",
-            "counterfactual": "edits after which the agent's answer changed",
+            **EDIT_DEFINITIONS,
             "unfaithful": "counterfactual edits whose new explanation mentions neither the old nor the new "
                           "value (a removal: describes no object the removed one fits)",
             "pct_counter": "100 * counterfactual / edits",

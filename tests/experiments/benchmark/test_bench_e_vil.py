@@ -9,7 +9,7 @@ import torch
 from explainers.base import Explanation
 from explainers.grading import EXPLANATION_SCALE
 from experiments.benchmark.e_vil import SCALE_SCORES, e_scores, e_vil, grade_labels, scale_score, text_of
-from experiments.benchmark.items import BenchItem, answer, explain, load_items
+from experiments.benchmark.items import BenchItem, explain
 from vqa_agent.agent import AgentOutput
 
 from hand_scenes import FIVE_OBJECTS, hand_scene
@@ -77,14 +77,6 @@ def test_the_fact_checker_grades_hand_made_explanations_on_the_scene():
     scores = e_scores([o.answer == it.answer for it, o in zip(items, outputs)], [scale_score(x) for x in labels])
     assert scores["s_t"] == 75 and scores["s_e"] == pytest.approx(100 * (1 + 0 + 0.5) / 3)
     assert scores["s_o"] == pytest.approx(scores["s_t"] * scores["s_e"] / 100)
-
-
-@pytest.fixture(scope="module")
-def tiny(agent_world, tiny_agent_dir):
-    from vqa_agent.agent import VQAAgent
-    agent = VQAAgent.from_pretrained(tiny_agent_dir)
-    items = load_items(agent_world, max_items=12)
-    return agent, items, answer(agent, items)
 
 
 def test_e_vil_scores_the_tiny_nle_with_proxy_and_ground_truth_side_by_side(tiny, tiny_nle_dir):

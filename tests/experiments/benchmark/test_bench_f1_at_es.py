@@ -9,7 +9,7 @@ import torch
 from sklearn.metrics import f1_score
 
 from experiments.benchmark.f1_at_es import CURVE, embedding_similarity, f1_at_es, f1_curve, macro_f1
-from experiments.benchmark.items import answer, explain, load_items
+from experiments.benchmark.items import explain
 from experiments.benchmark.nle_metrics import bertscore_f1, bertscore_f1_per_item
 
 torch.set_num_threads(1)
@@ -58,14 +58,6 @@ def test_text_scores_are_per_item_and_highest_for_the_reference_itself():
     assert bertscore_f1(candidates, references) == pytest.approx(sum(per_item) / 2)
     similarity = embedding_similarity(candidates, references)
     assert similarity[0] == pytest.approx(1, abs=1e-4) and 0 <= similarity[1] < 0.9
-
-
-@pytest.fixture(scope="module")
-def tiny(agent_world, tiny_agent_dir):
-    from vqa_agent.agent import VQAAgent
-    agent = VQAAgent.from_pretrained(tiny_agent_dir)
-    items = load_items(agent_world, max_items=12)
-    return agent, items, answer(agent, items)
 
 
 def test_f1_at_es_of_the_tiny_nle_reports_the_three_points_and_the_curve(tiny, tiny_nle_dir):
