@@ -256,11 +256,15 @@ class SimulatedParticipant:
         perfect fit raises it. Measured on the medium agent, the answer about the secret was right in 97%
         of rounds whose explanations fit perfectly and in about 50% of those fitting about 0.3; with
         EXPECTED_FIT = 0.75 and the careful weight 5, trust 0.9 becomes 0.97 and 0.5 there."""
-        trust = np.full(len(self.tokens), self.trust)
-        if fits is not None and self.config.explanation_weight > 0:
-            shift = np.array([f - EXPECTED_FIT if f is not None else 0.0 for f in fits])
-            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
-        return trust
+        if fits is None:
+            return np.full(len(self.tokens), self.trust)
+        return np.array([self._moved_trust(f) for f in fits])
+
+    def _moved_trust(self, fit: float | None) -> float:
+        """Its trust moved by an explanation's fit: logit(trust) + explanation_weight * (fit - EXPECTED_FIT)."""
+        if fit is None or self.config.explanation_weight == 0:
+            return self.trust
+        return float(sigmoid(np.array(logit(self.trust) + self.config.explanation_weight * (fit - EXPECTED_FIT))))
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
         seen = [_answer(question, scene) for scene in self.scenes]
@@ -398,10 +402,7 @@ class SimulatedParticipant:
         """How far it expects to trust the next answer: its trust in the agent, moved by how well this
         game's explanations have fit so far (explanations that never make sense make it doubt the agent
         itself, as people do: Papenmeier et al. 2019)."""
-        if not self.fits or self.config.explanation_weight == 0:
-            return self.trust
-        shift = float(np.mean(self.fits)) - EXPECTED_FIT
-        return float(sigmoid(np.array(logit(self.trust) + self.config.explanation_weight * shift)))
+        return self._moved_trust(float(np.mean(self.fits)) if self.fits else None)
 
     def _outcomes(self, question: Question) -> np.ndarray | None:
         """P(answer, secret = i) for each answer it can expect (and "anything else"), by its belief and
