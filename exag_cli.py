@@ -202,6 +202,11 @@ def _bench_card(args: argparse.Namespace) -> int:
                       (["--threads", str(args.threads)] if args.threads else [])) or 0
 
 
+def _bench_zoo(args: argparse.Namespace) -> int:
+    from experiments.benchmark.zoo import main as bench_main
+    return bench_main([str(d) for d in args.cards] + (["--out", str(args.out)] if args.out else []))
+
+
 def _bench_clevr(args: argparse.Namespace) -> int:
     from experiments.benchmark.clevr_phrased import main as bench_main
     world = _default_world(args.world, ("test",), "`exag bench clevr`")
@@ -697,6 +702,12 @@ def build_parser() -> argparse.ArgumentParser:
     card_bench.add_argument("--seed", type=int, default=0)
     card_bench.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     card_bench.set_defaults(run=_bench_card)
+    zoo_bench = bench_commands.add_parser(
+        "zoo", help="several agents' cards side by side (each real explainer beside its sham)",
+        description="Reads card.json files written by `exag bench card` and prints one row per agent.")
+    zoo_bench.add_argument("cards", nargs="+", type=Path, help="directories written by `exag bench card`")
+    zoo_bench.add_argument("--out", type=Path, default=None, help="also write the table to this markdown file")
+    zoo_bench.set_defaults(run=_bench_zoo)
     explainers_bench = bench_commands.add_parser(
         "explainers", help="latency of each explainer and of controlled (N=5) and at-will (N=20) rounds",
         description="p50/p95 of each explainer on one request and of whole game rounds with explanations.")

@@ -50,9 +50,11 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
 - Guess: the most probable image once its probability reaches guess_confidence, when no question is
   left that could still leave points to win, or when the next question is not worth its point: a win
   scores the points left, so it asks only while the expected chance of its best guess after the answer,
-  times the points left then, beats the chance now times the points now. How much it expects to learn
-  depends on its trust, moved by how well this game's explanations have fit so far: explanations that
-  make no sense make it doubt the agent and guess sooner.
+  times the points left then, beats the chance now times the points now by more than the `effort` of
+  asking (0 in the presets; with it, a player who doubts every answer guesses sooner instead of asking
+  more, so nonsense explanations cost games, not only points: README, "Simulated participants"). How
+  much it expects to learn depends on its trust, moved by how well this game's explanations have fit so
+  far: explanations that make no sense make it doubt the agent and guess sooner.
 """
 from __future__ import annotations
 
@@ -113,6 +115,8 @@ class ParticipantConfig:
     buy_rate: float = 0.5                # at-will: the share of rounds it buys explanations in, while it can
                                          # afford them and one more question and is not yet sure
     rating_noise: float = 0.1            # noise of its helpfulness judgement (score units, see rate())
+    effort: float = 0.0                  # what asking costs it besides the points, in points (people tire of
+                                         # asking): a question must promise this much more than it costs
 
     def __post_init__(self) -> None:
         for name in ("perception_confidence", "trust_prior", "guess_confidence"):
@@ -120,7 +124,7 @@ class ParticipantConfig:
                 raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
         if not 0.0 <= self.buy_rate <= 1.0:
             raise ValueError(f"buy_rate must be in [0, 1], got {self.buy_rate}")
-        for name in ("trust_strength", "explanation_weight", "choice_temperature", "rating_noise"):
+        for name in ("trust_strength", "explanation_weight", "choice_temperature", "rating_noise", "effort"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
 
@@ -431,7 +435,8 @@ class SimulatedParticipant:
     def _worth_asking(self, game: dict, question: Question) -> bool:
         """Whether asking `question` and then guessing is expected to score more than guessing now: a win
         scores the points left, so each question must raise the chance of the best guess enough to pay
-        for itself. With answers it barely trusts, no question does, and it guesses sooner."""
+        for itself and for the effort of asking it. With answers it barely trusts, no question does, and it
+        guesses sooner."""
         if len(game["rounds"]) < self.config.min_questions:
             return True
         joint = self._outcomes(question)
@@ -439,7 +444,7 @@ class SimulatedParticipant:
             return False
         now = float(self.belief.max()) * game["points"]
         after = float(joint.max(axis=1).sum()) * (game["points"] - game["question_cost"])
-        return after > now
+        return after - self.config.effort > now
 
     def _phrase(self, question: Question) -> str:
         fitting = [i for i in PLAYER_PHRASINGS[question.kind] if PHRASING_BY_ID[i].applies(question)]

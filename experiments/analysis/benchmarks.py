@@ -102,14 +102,14 @@ def read_bench(directory: str | Path) -> dict:
 
 def _read_card(card: dict, file: str, agents: dict, explainers: dict) -> None:
     """A benchmark card: the agent's accuracy and latency, and each explainer's headline scores."""
-    from experiments.benchmark.card import COLUMNS, _get
+    from experiments.benchmark.card import COLUMNS, score_at
     agent = card["agent"]
     name = str(agent.get("name") or "(unnamed agent)")
     agents.setdefault(name, {})["card"] = {"accuracy": agent.get("accuracy"), "n": agent.get("n"),
                                            "by_type": agent.get("by_type"), "latency": agent.get("latency"),
                                            "file": file}
     for explainer, entry in card["explainers"].items():
-        scores = {header: _get(entry, *path) for header, path in COLUMNS}
+        scores = {header: score_at(entry, *path) for header, path in COLUMNS}
         explainers.setdefault(explainer, {}).setdefault(name, {}).update(
             card={k: v for k, v in scores.items() if v is not None}, card_file=file)
 

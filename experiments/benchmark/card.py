@@ -161,7 +161,8 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
 
 # --- the table and the plots ------------------------------------------------------------------------
 
-def _get(entry: dict, *path, scale: float = 1.0):
+def score_at(entry: dict, *path, scale: float = 1.0):
+    """The number at `path` in a card entry (times `scale`), or None where the path or a number is missing."""
     for key in path:
         if not isinstance(entry, dict) or key not in entry:
             return None
@@ -198,11 +199,11 @@ def markdown(card: dict) -> str:
              f"{agent['n']} test questions (seed {card['seed']}); accuracy {agent['accuracy']:.1f}%; "
              f"answer latency one question p50 {agent['latency']['single_p50_ms']:.1f} ms. "
              f"Card computed in {card['seconds'] / 60:.1f} min. Scores in percent; empty: not applicable.", ""]
-    used = [(h, p) for h, p in COLUMNS if any(_get(e, *p) is not None for e in card["explainers"].values())]
+    used = [(h, p) for h, p in COLUMNS if any(score_at(e, *p) is not None for e in card["explainers"].values())]
     lines.append("| explainer | " + " | ".join(h for h, _ in used) + " |")
     lines.append("|---|" + "---|" * len(used))
     for name, entry in card["explainers"].items():
-        cells = [_get(entry, *p) for _, p in used]
+        cells = [score_at(entry, *p) for _, p in used]
         lines.append(f"| {name} | " + " | ".join("" if c is None else f"{c:.1f}" for c in cells) + " |")
     if card.get("unavailable"):
         lines += ["", "Not benchmarked: " + "; ".join(f"{n} ({why})" for n, why in card["unavailable"].items())]
@@ -232,7 +233,7 @@ def plot(card: dict, out: Path) -> list[Path]:
              ("image CF", ("faithfulness", "counterfactual_image", "pct_counter_unfaith")),
              ("reconstruction", ("faithfulness", "input_reconstruction", "pct_unfaithful")),
              ("attention not moved", ("faithfulness", "counterfactual_image", "pct_not_moved"))]
-    bars = {n: [_get(e, *p) for _, p in tests] for n, e in card["explainers"].items()}
+    bars = {n: [score_at(e, *p) for _, p in tests] for n, e in card["explainers"].items()}
     bars = {n: v for n, v in bars.items() if any(x is not None for x in v)}
     if bars:
         fig, ax = plt.subplots(figsize=(7, 4))

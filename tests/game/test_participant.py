@@ -82,6 +82,12 @@ def test_it_asks_only_while_the_next_answer_is_worth_its_point():
     # nearly sure of A with 10 points: even a good question costs more than it can add
     player.belief = np.array([0.95, 0.03, 0.02])
     assert not player._worth_asking(view, exist_red_cube)
+    # effort: the question raises the expected score from 10/3 to 0.63 * 9 = 5.7 points; a player for whom
+    # asking costs 2 points more still asks, one for whom it costs 3 does not
+    for effort, asks in ((2.0, True), (3.0, False)):
+        tired = started(exact(trust_prior=0.9, perception_confidence=1.0, guess_confidence=0.99, min_questions=0,
+                              effort=effort))
+        assert tired._worth_asking(view, exist_red_cube) is asks
 
 
 def test_explanations_that_never_fit_make_it_doubt_the_next_answer():
