@@ -53,8 +53,8 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   times the points left then, beats the chance now times the points now by more than the `effort` of
   asking (0 in the presets; with it, a player who doubts every answer guesses sooner instead of asking
   more, so nonsense explanations cost games, not only points: README, "Simulated participants"). How
-  much it expects to learn depends on its trust, moved by how well this game's explanations have fit so
-  far: explanations that make no sense make it doubt the agent and guess sooner.
+  much it expects to learn depends on its trust in the agent: an explanation that exposes one answer
+  makes it doubt that answer, not the next, so a caught error sends it on asking rather than guessing.
 """
 from __future__ import annotations
 
@@ -189,7 +189,6 @@ class SimulatedParticipant:
         self.belief = np.ones(1)
         self.round: RoundMemory | None = None
         self.asked: list[Question] = []
-        self.fits: list[float] = []        # how well this game's explanations fit, round by round
 
     @property
     def trust(self) -> float:
@@ -205,7 +204,7 @@ class SimulatedParticipant:
             raise ValueError(f"no scene for image(s) {', '.join(missing)}")
         self.scenes = [perceive(scenes[t], self.config.perception, self.rng) for t in self.tokens]
         self.belief = np.full(len(self.tokens), 1.0 / len(self.tokens))
-        self.round, self.asked, self.fits = None, [], []
+        self.round, self.asked = None, []
 
     def next_move(self, game: dict) -> tuple[str, dict]:
         if game["phase"] == "rating":
@@ -245,8 +244,6 @@ class SimulatedParticipant:
         explanations = last.get("explanations")
         if explanations and memory.explained is None:
             memory.explained, memory.fit = self._read_explanations(memory, last["answer"], explanations)
-            if memory.fit is not None:
-                self.fits.append(memory.fit)
         if not explanations and not last["explained"] and self._wants_explanations(game, memory):
             memory.bought = True
             return "explain", {}
@@ -260,15 +257,11 @@ class SimulatedParticipant:
         perfect fit raises it. Measured on the medium agent, the answer about the secret was right in 97%
         of rounds whose explanations fit perfectly and in about 50% of those fitting about 0.3; with
         EXPECTED_FIT = 0.75 and the careful weight 5, trust 0.9 becomes 0.97 and 0.5 there."""
-        if fits is None:
+        if fits is None or self.config.explanation_weight == 0:
             return np.full(len(self.tokens), self.trust)
-        return np.array([self._moved_trust(f) for f in fits])
-
-    def _moved_trust(self, fit: float | None) -> float:
-        """Its trust moved by an explanation's fit: logit(trust) + explanation_weight * (fit - EXPECTED_FIT)."""
-        if fit is None or self.config.explanation_weight == 0:
-            return self.trust
-        return float(sigmoid(np.array(logit(self.trust) + self.config.explanation_weight * (fit - EXPECTED_FIT))))
+        moved = [logit(self.trust) + self.config.explanation_weight * (f - EXPECTED_FIT) if f is not None
+                 else logit(self.trust) for f in fits]
+        return sigmoid(np.array(moved))
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
         seen = [_answer(question, scene) for scene in self.scenes]
@@ -402,17 +395,11 @@ class SimulatedParticipant:
                 found.setdefault(_key(question), question)
         return list(found.values()) or [Question("count", [NounPhrase({})])]
 
-    def _expected_trust(self) -> float:
-        """How far it expects to trust the next answer: its trust in the agent, moved by how well this
-        game's explanations have fit so far (explanations that never make sense make it doubt the agent
-        itself, as people do: Papenmeier et al. 2019)."""
-        return self._moved_trust(float(np.mean(self.fits)) if self.fits else None)
-
     def _outcomes(self, question: Question) -> np.ndarray | None:
         """P(answer, secret = i) for each answer it can expect (and "anything else"), by its belief and
-        the trust it expects; None when it cannot tell the answer in any image."""
+        its trust in the agent; None when it cannot tell the answer in any image."""
         seen = [_answer(question, scene) for scene in self.scenes]
-        c = self._expected_trust() * self.config.perception_confidence
+        c = self.trust * self.config.perception_confidence
         chance = 1.0 / answers_of(question)
         outcomes = sorted({s for s in seen if s is not None})
         if not outcomes:

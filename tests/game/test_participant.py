@@ -90,18 +90,6 @@ def test_it_asks_only_while_the_next_answer_is_worth_its_point():
         assert tired._worth_asking(view, exist_red_cube) is asks
 
 
-def test_explanations_that_never_fit_make_it_doubt_the_next_answer():
-    player = started(exact(trust_prior=0.9, trust_strength=50.0, explanation_weight=5.0))
-    assert player._expected_trust() == pytest.approx(0.9)
-    player.fits = [0.1, 0.2]                      # this game's explanations pointed at the wrong things
-    assert player._expected_trust() < 0.6
-    player.fits = [1.0, 1.0]
-    assert player._expected_trust() > 0.95
-    deaf = started(exact(trust_prior=0.9, trust_strength=50.0, explanation_weight=0.0))
-    deaf.fits = [0.1, 0.2]
-    assert deaf._expected_trust() == pytest.approx(0.9)
-
-
 def test_the_participant_is_deterministic_for_a_seed():
     def moves(seed):
         player, state, out = started(PRESETS["hasty"], seed), game(), []
