@@ -257,11 +257,11 @@ class SimulatedParticipant:
         perfect fit raises it. Measured on the medium agent, the answer about the secret was right in 97%
         of rounds whose explanations fit perfectly and in about 50% of those fitting about 0.3; with
         EXPECTED_FIT = 0.75 and the careful weight 5, trust 0.9 becomes 0.97 and 0.5 there."""
-        if fits is None or self.config.explanation_weight == 0:
-            return np.full(len(self.tokens), self.trust)
-        moved = [logit(self.trust) + self.config.explanation_weight * (f - EXPECTED_FIT) if f is not None
-                 else logit(self.trust) for f in fits]
-        return sigmoid(np.array(moved))
+        trust = np.full(len(self.tokens), self.trust)
+        if fits is not None and self.config.explanation_weight > 0:
+            shift = np.array([f - EXPECTED_FIT if f is not None else 0.0 for f in fits])
+            trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
+        return trust
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
         seen = [_answer(question, scene) for scene in self.scenes]

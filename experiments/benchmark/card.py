@@ -161,13 +161,13 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
 
 # --- the table and the plots ------------------------------------------------------------------------
 
-def score_at(entry: dict, *path, scale: float = 1.0):
-    """The number at `path` in a card entry (times `scale`), or None where the path or a number is missing."""
+def score_at(entry: dict, *path):
+    """The number at `path` in a card entry, or None where the path or a number is missing."""
     for key in path:
         if not isinstance(entry, dict) or key not in entry:
             return None
         entry = entry[key]
-    return entry * scale if isinstance(entry, (int, float)) and not isinstance(entry, bool) else None
+    return entry if isinstance(entry, (int, float)) and not isinstance(entry, bool) else None
 
 
 COLUMNS = [   # (header, path into an explainer's entry)
