@@ -83,6 +83,7 @@ PLAYER_PHRASINGS = {
 QUESTION_KINDS = {"exist": 0.25, "count": 0.1, "query": 0.25, "relation_check": 0.25, "compare_count": 0.15}
 COUNT_ANSWERS = 11                                 # "0" to "10"
 EXPECTED_FIT = 0.75         # the fit (0 to 1) at which an explanation leaves trust as it is, see _trusts
+RECENT_FITS = 10            # explained rounds it remembers when it foresees how far it will trust the next answer
 COHERENCE_WEIGHT = 0.4      # related answers all contradicting the answer scale an image's probability by
                             # exp(-explanation_weight * this): careful 0.14; measured: about the secret
                             # 0-8% of rounds, about the other images 17-29%
@@ -189,6 +190,7 @@ class SimulatedParticipant:
         self.belief = np.ones(1)
         self.round: RoundMemory | None = None
         self.asked: list[Question] = []
+        self.recent_fits: list[float] = []     # how well the last explanations it read fit, over games
 
     @property
     def trust(self) -> float:
@@ -213,8 +215,9 @@ class SimulatedParticipant:
             raise ValueError(f"nothing to do in phase {game['phase']!r}")
         if self._wants_guess(game):
             return "guess", {"image": self._most_probable()}
-        question = self._choose_question()
-        if not self._worth_asking(game, question):
+        trust = self._foreseen_trust(game)
+        question = self._choose_question(trust)
+        if not self._worth_asking(game, question, trust):
             return "guess", {"image": self._most_probable()}
         self.round = RoundMemory(question, self.belief.copy())
         self.asked.append(question)
@@ -244,6 +247,8 @@ class SimulatedParticipant:
         explanations = last.get("explanations")
         if explanations and memory.explained is None:
             memory.explained, memory.fit = self._read_explanations(memory, last["answer"], explanations)
+            if memory.fit is not None:
+                self.recent_fits = (self.recent_fits + [memory.fit])[-RECENT_FITS:]
         if not explanations and not last["explained"] and self._wants_explanations(game, memory):
             memory.bought = True
             return "explain", {}
@@ -262,6 +267,20 @@ class SimulatedParticipant:
             shift = np.array([f - EXPECTED_FIT if f is not None else 0.0 for f in fits])
             trust = sigmoid(logit(self.trust) + self.config.explanation_weight * shift)
         return trust
+
+    def _foreseen_trust(self, game: dict) -> float:
+        """How far it expects to trust the next answer: as far as it trusts the agent, unless that answer
+        will come with explanations, which it expects to fit as well as the last ones it read did (each
+        moving trust as in _trusts). Explanations that keep failing to fit (a sham) make every coming
+        answer worth less, so it stops asking sooner; one that exposed a single wrong answer among good
+        ones hardly changes what it expects."""
+        explained = game.get("with_explanations") and not game.get("explanations_at_will")
+        share = 1.0 if explained else self.config.buy_rate if game.get("explanations_at_will") else 0.0
+        if not self.recent_fits or self.config.explanation_weight == 0 or share == 0:
+            return self.trust
+        shifts = np.array(self.recent_fits) - EXPECTED_FIT
+        explained_trust = float(sigmoid(logit(self.trust) + self.config.explanation_weight * shifts).mean())
+        return share * explained_trust + (1 - share) * self.trust
 
     def _likelihood(self, question: Question, answer: str, trusts: np.ndarray) -> np.ndarray:
         seen = [_answer(question, scene) for scene in self.scenes]
@@ -370,9 +389,9 @@ class SimulatedParticipant:
         best = np.flatnonzero(self.belief >= self.belief.max() - 1e-12)
         return self.tokens[int(self.rng.choice(best))]
 
-    def _choose_question(self) -> Question:
+    def _choose_question(self, trust: float) -> Question:
         candidates = self._candidates()
-        gains = np.array([self._expected_gain(q) for q in candidates])
+        gains = np.array([self._expected_gain(q, trust) for q in candidates])
         if self.config.choice_temperature > 0:
             weights = np.exp((gains - gains.max()) / self.config.choice_temperature)
             return candidates[int(self.rng.choice(len(candidates), p=weights / weights.sum()))]
@@ -395,11 +414,11 @@ class SimulatedParticipant:
                 found.setdefault(_key(question), question)
         return list(found.values()) or [Question("count", [NounPhrase({})])]
 
-    def _outcomes(self, question: Question) -> np.ndarray | None:
+    def _outcomes(self, question: Question, trust: float) -> np.ndarray | None:
         """P(answer, secret = i) for each answer it can expect (and "anything else"), by its belief and
-        its trust in the agent; None when it cannot tell the answer in any image."""
+        how far it will trust the answer; None when it cannot tell the answer in any image."""
         seen = [_answer(question, scene) for scene in self.scenes]
-        c = self.trust * self.config.perception_confidence
+        c = trust * self.config.perception_confidence
         chance = 1.0 / answers_of(question)
         outcomes = sorted({s for s in seen if s is not None})
         if not outcomes:
@@ -410,23 +429,23 @@ class SimulatedParticipant:
         rest = np.clip(1.0 - table.sum(axis=0), 0.0, None)
         return np.vstack([table, rest]) * self.belief
 
-    def _expected_gain(self, question: Question) -> float:
-        """Expected bits about the secret from the agent's answer."""
-        joint = self._outcomes(question)
+    def _expected_gain(self, question: Question, trust: float) -> float:
+        """Expected bits about the secret from the agent's answer, trusted this far."""
+        joint = self._outcomes(question, trust)
         if joint is None:         # it cannot tell the answer in any image: the answer would tell it nothing
             return 0.0
         marginal = joint.sum(axis=1)
         after = sum(m * entropy(row / m) for row, m in zip(joint, marginal) if m > 0)
         return entropy(self.belief) - after
 
-    def _worth_asking(self, game: dict, question: Question) -> bool:
+    def _worth_asking(self, game: dict, question: Question, trust: float) -> bool:
         """Whether asking `question` and then guessing is expected to score more than guessing now: a win
         scores the points left, so each question must raise the chance of the best guess enough to pay
-        for itself and for the effort of asking it. With answers it barely trusts, no question does, and it
-        guesses sooner."""
+        for itself and for the effort of asking it. With answers it barely trusts (`trust`, see
+        _foreseen_trust), no question does, and it guesses sooner."""
         if len(game["rounds"]) < self.config.min_questions:
             return True
-        joint = self._outcomes(question)
+        joint = self._outcomes(question, trust)
         if joint is None:
             return False
         now = float(self.belief.max()) * game["points"]

@@ -74,20 +74,41 @@ def test_it_asks_only_while_the_next_answer_is_worth_its_point():
     view = player_view(game())
     exist_red_cube = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
     # at 1/3 each, "is there a red cube?" from an agent it trusts picks out A or rules it out
-    assert player._worth_asking(view, exist_red_cube)
+    assert player._worth_asking(view, exist_red_cube, player.trust)
     # from an agent it believes right one time in ten, the answer moves A from 1/3 to at most 0.37:
     # 0.37 * 9 points after it is worth less than 1/3 * 10 points now
     doubtful = started(exact(trust_prior=0.1, trust_strength=1000.0, perception_confidence=1.0, min_questions=0))
-    assert not doubtful._worth_asking(view, exist_red_cube)
+    assert not doubtful._worth_asking(view, exist_red_cube, doubtful.trust)
     # nearly sure of A with 10 points: even a good question costs more than it can add
     player.belief = np.array([0.95, 0.03, 0.02])
-    assert not player._worth_asking(view, exist_red_cube)
+    assert not player._worth_asking(view, exist_red_cube, player.trust)
     # effort: the question raises the expected score from 10/3 to 0.63 * 9 = 5.7 points; a player for whom
     # asking costs 2 points more still asks, one for whom it costs 3 does not
     for effort, asks in ((2.0, True), (3.0, False)):
         tired = started(exact(trust_prior=0.9, perception_confidence=1.0, guess_confidence=0.99, min_questions=0,
                               effort=effort))
-        assert tired._worth_asking(view, exist_red_cube) is asks
+        assert tired._worth_asking(view, exist_red_cube, tired.trust) is asks
+
+
+def test_explanations_that_keep_failing_make_it_expect_less_from_the_next_answer():
+    player = started(exact(trust_prior=0.9, explanation_weight=4.0, perception_confidence=1.0, guess_confidence=0.99,
+                           min_questions=0))
+    with_explanations = player_view(game()) | {"with_explanations": True}
+    without = player_view(game())
+    assert player._foreseen_trust(with_explanations) == player.trust      # nothing read yet
+    player.recent_fits = [1.0] * 9 + [0.0]       # one exposed answer among good explanations
+    assert player._foreseen_trust(with_explanations) > 0.85
+    player.recent_fits = [0.0] * 10              # a sham: they never fit
+    sham = player._foreseen_trust(with_explanations)
+    assert sham < 0.35 and player._foreseen_trust(without) == player.trust
+    at_will = player_view(game(explanations_at_will=True)) | {"with_explanations": True}
+    assert player._foreseen_trust(at_will) == pytest.approx(0.5 * sham + 0.5 * player.trust)   # buy_rate 0.5
+    # A at 0.6: guessing now scores 6 points expected; trusted at 0.9, "is there a red cube?" promises
+    # 0.86 * 9 = 7.7 points, trusted at 0.31 only 0.59 * 9 = 5.3
+    player.belief = np.array([0.6, 0.3, 0.1])
+    exist_red_cube = Question("exist", [NounPhrase({"color": "red", "shape": "cube"})])
+    assert player._worth_asking(without, exist_red_cube, player._foreseen_trust(without))
+    assert not player._worth_asking(with_explanations, exist_red_cube, sham)
 
 
 def test_the_participant_is_deterministic_for_a_seed():
