@@ -52,9 +52,12 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   scores the points left, so it asks only while the expected chance of its best guess after the answer,
   times the points left then, beats the chance now times the points now by more than the `effort` of
   asking (0 in the presets; with it, a player who doubts every answer guesses sooner instead of asking
-  more, so nonsense explanations cost games, not only points: README, "Simulated participants"). How
-  much it expects to learn depends on its trust in the agent: an explanation that exposes one answer
-  makes it doubt that answer, not the next, so a caught error sends it on asking rather than guessing.
+  more: README, "Simulated participants"). How much it expects to learn depends on how far it will
+  trust the next answer: its trust in the agent, moved, when explanations will come with the answer, as
+  far as the last RECENT_FITS explanations it read moved it (over games). Explanations that keep failing
+  to fit (a sham) make every coming answer worth less, so it guesses sooner; one explanation that exposed
+  a wrong answer among good ones makes it doubt that answer, hardly the next, so a caught error sends it
+  on asking rather than guessing.
 """
 from __future__ import annotations
 
