@@ -14,6 +14,12 @@ Writes OUT/power.json (every study's p-values, the power table, the participants
 power, the cost), OUT/power.csv (the table) and OUT/power.png/.svg ("share significant vs participants",
 with the 80% line and the interpolated participants for 80% power).
 
+When no size simulated reaches the target, the simulated studies still say how far off it is: each mode's
+difference (with minus without explanations) has a mean across studies and a spread that shrinks as
+1/sqrt(participants), so a normal approximation projects the participants at which a study would find it
+with the target power (`projected`). It rests on the mean difference, so the report gives that with its
+standard error: a projection from a difference within noise of zero says little.
+
 Cost: sizes x repeats studies, each a whole study: with the paper's 20 games per participant, sizes
 10,20,40,80 and 20 repeats are 60,000 games. Studies run side by side in `processes` processes (one per
 core by default), each with its own embedded Redis and one inference worker (one torch thread) built once
@@ -200,9 +206,38 @@ def participants_for(rows: list[dict], mode: str, test: str, target: float = TAR
     return None
 
 
-def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path) -> list[Path]:
+def projected(studies: list[dict], mode: str, alpha: float = ALPHA, target: float = TARGET) -> dict | None:
+    """The participants a study needs for `target` power on `mode`, projected by a normal approximation
+    from the simulated studies: the mean difference d (weighted by participants) and the per-participant
+    spread sigma (each size's variance of the difference across repeats, times its participants, pooled),
+    solved by statsmodels' power of a one-sample z-test at effect size |d| / sigma. None without two
+    studies of one size (no spread to measure) or when the spread or the difference is zero."""
+    found: dict[int, list[float]] = {}
+    for s in studies:
+        difference = (s["tests"].get(mode) or {}).get("difference")
+        if difference is not None:
+            found.setdefault(s["participants"], []).append(difference)
+    spreads = [(len(ds) - 1, float(np.var(ds, ddof=1)) * size) for size, ds in found.items() if len(ds) >= 2]
+    if not spreads:
+        return None
+    sigma = float(np.sqrt(sum(w * v for w, v in spreads) / sum(w for w, _ in spreads)))
+    total = sum(size * len(ds) for size, ds in found.items())
+    difference = sum(size * sum(ds) for size, ds in found.items()) / total
+    report = {"mean_difference": difference, "standard_error": sigma / np.sqrt(total), "sd_per_participant": sigma,
+              "studies": sum(len(ds) for ds in found.values()), "participants": None}
+    if sigma > 0 and difference != 0:
+        from statsmodels.stats.power import NormalIndPower
+        needed = NormalIndPower().solve_power(effect_size=abs(difference) / sigma, nobs1=None, alpha=alpha,
+                                              power=target, ratio=0.0)
+        report["participants"] = float(np.ceil(needed)) if np.isfinite(needed) else None
+    return report
+
+
+def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path,
+         projection: dict | None = None) -> list[Path]:
     """The share of significant studies against participants, a line per mode and test (clustered solid,
-    naive dashed; "overall" thick), the target line and the overall's participants for it."""
+    naive dashed; "overall" thick), the target line and the overall's participants for it (projected
+    beyond the sizes simulated when none reaches it)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -226,6 +261,10 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
         if n is not None:
             axes.axvline(n, color=COLORS[0], linewidth=1, linestyle="--" if test == "naive" else "-", alpha=0.5)
         notes.append(f"{test}: {'> ' + str(max(r['participants'] for r in rows)) if n is None else f'{n:.0f}'}")
+    if projection and projection["participants"] is not None and any((needed.get(OVERALL) or {}).get(t) is None
+                                                                      for t in TESTS):
+        notes.append(f"projected {projection['participants']:.0f} "
+                     f"(difference {100 * projection['mean_difference']:+.1f} ± {100 * projection['standard_error']:.1f} points)")
     axes.set_title(f"Share of simulated studies with p < {alpha:g}\nparticipants for {target:.0%} power "
                    f"(overall): {', '.join(notes)}", fontsize=10)
     axes.set_xlabel("participants")
@@ -257,16 +296,17 @@ def power(config: PowerConfig) -> dict:
     rows = power_table(studies, config.alpha)
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     needed = {mode: {test: participants_for(rows, mode, test, config.target) for test in TESTS} for mode in modes}
+    projections = {mode: projected(studies, mode, config.alpha, config.target) for mode in modes}
     games = sum(s["games"] for s in studies)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    plot = draw(rows, needed, config.target, config.alpha, out / "power.png")
+    plot = draw(rows, needed, config.target, config.alpha, out / "power.png", projections.get(OVERALL))
     report = {"study": study.to_dict(), "sizes": list(config.sizes), "repeats": config.repeats,
               "players": config.players or DEFAULT_MIX, "agent": config.agent, "world": str(config.world),
               "seed": config.seed, "alpha": config.alpha, "target": config.target, "method": METHOD,
               "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value)",
                         "clustered": "participant-clustered GEE logistic regression (Table 1 p_value_clustered)"},
-              "power": rows, "participants_for_target": needed,
+              "power": rows, "participants_for_target": needed, "projected": projections,
               "cost": {"studies": len(studies), "games": games, "seconds": seconds,
                        "seconds_per_game": seconds / games if games else None, "processes": config.processes,
                        "threads_per_process": config.threads},
@@ -295,6 +335,12 @@ def format_power(report: dict) -> str:
         lines.append(f"{size:>12}  " + "  ".join(cells))
     for mode, needed in report["participants_for_target"].items():
         said = ", ".join(f"{test} {'not reached' if n is None else f'{n:.0f}'}" for test, n in needed.items())
+        projection = report["projected"].get(mode)
+        if projection and any(n is None for n in needed.values()):
+            where = "none" if projection["participants"] is None else f"{projection['participants']:.0f}"
+            said += (f"; projected {where} (normal approximation from the mean difference "
+                     f"{100 * projection['mean_difference']:+.1f} ± {100 * projection['standard_error']:.1f} points "
+                     f"over {projection['studies']} studies)")
         lines.append(f"participants for {report['target']:.0%} power, {mode}: {said}")
     if report["errors"]:
         lines.append(f"{len(report['errors'])} simulated participants stopped early, e.g. {report['errors'][0]}")

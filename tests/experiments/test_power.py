@@ -4,7 +4,9 @@ from __future__ import annotations
 import csv
 import json
 
-from experiments.power import PowerConfig, participants_for, power, power_table
+import pytest
+
+from experiments.power import PowerConfig, participants_for, power, power_table, projected
 
 STUDY = {"study_id": "pow", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
 
@@ -24,6 +26,24 @@ def test_power_table_and_participants_for_target():
     assert participants_for(rows, "overall", "clustered", 0.8) == 20 + (0.8 - 0.5) / 0.5 * 20  # 32
     assert participants_for(rows, "overall", "naive", 0.4) == 10.0                          # reached at once
     assert participants_for(rows, "overall", "clustered", 1.01) is None                     # never
+
+
+def test_projected_participants_from_the_difference_and_its_spread():
+    def study(size, difference):
+        return {"participants": size, "tests": {"overall": {"difference": difference}, "relqa": {"difference": None}}}
+    # per participant the difference spreads by sqrt(0.02 * 10) = sqrt(0.005 * 40) = 0.447; its mean, weighted by
+    # participants, is 0.2: a z-test finds 0.2 / 0.447 with 80% power at ((1.96 + 0.84) / 0.447)^2 = 39.2 participants
+    studies = [study(10, 0.1), study(10, 0.3), study(40, 0.15), study(40, 0.25)]
+    found = projected(studies, "overall", alpha=0.05, target=0.8)
+    assert found["mean_difference"] == pytest.approx(0.2) and found["sd_per_participant"] == pytest.approx(0.2 ** 0.5)
+    assert found["standard_error"] == pytest.approx(0.2 ** 0.5 / 10) and found["studies"] == 4
+    assert found["participants"] == 40.0
+    assert projected(studies, "overall", alpha=0.05, target=0.9)["participants"] == 53.0     # 52.5 for 90%
+    harm = [study(s["participants"], -s["tests"]["overall"]["difference"]) for s in studies]
+    assert projected(harm, "overall")["participants"] == 40.0                               # either direction
+    assert projected(studies, "relqa") is None                                  # no difference to project from
+    assert projected([study(10, 0.1), study(20, 0.3)], "overall") is None       # one study a size: no spread
+    assert projected([study(10, 0.0), study(10, 0.0)], "overall")["participants"] is None
 
 
 def test_power_on_a_tiny_study(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
@@ -47,6 +67,7 @@ def test_power_on_a_tiny_study(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_pa
         {"naive", "clustered"}
     assert all(0.0 <= r["power"] <= 1.0 and r["studies"] == 2 for r in written["power"])
     assert set(written["participants_for_target"]["overall"]) == {"naive", "clustered"}
+    assert set(written["projected"]) == modes and written["projected"]["overall"]["studies"] == 4
     with open(out / "power.csv") as f:
         assert len(list(csv.DictReader(f))) == len(written["power"])
     assert (out / "power.png").stat().st_size > 1000 and (out / "power.svg").is_file()
