@@ -223,7 +223,7 @@ def projected(studies: list[dict], mode: str, alpha: float = ALPHA, target: floa
     sigma = float(np.sqrt(sum(w * v for w, v in spreads) / sum(w for w, _ in spreads)))
     total = sum(size * len(ds) for size, ds in found.items())
     difference = sum(size * sum(ds) for size, ds in found.items()) / total
-    report = {"mean_difference": difference, "standard_error": sigma / np.sqrt(total), "sd_per_participant": sigma,
+    report = {"mean_difference": difference, "standard_error": float(sigma / np.sqrt(total)), "sd_per_participant": sigma,
               "studies": sum(len(ds) for ds in found.values()), "participants": None}
     if sigma > 0 and difference != 0:
         from statsmodels.stats.power import NormalIndPower
@@ -231,6 +231,16 @@ def projected(studies: list[dict], mode: str, alpha: float = ALPHA, target: floa
                                               power=target, ratio=0.0)
         report["participants"] = float(np.ceil(needed)) if np.isfinite(needed) else None
     return report
+
+
+def projection_note(projection: dict | None, needed: dict) -> str | None:
+    """What the projection says, for the printout and the plot: only when some test did not reach the target
+    at the sizes simulated, always with the difference it rests on."""
+    if not projection or all(n is not None for n in needed.values()):
+        return None
+    where = "none" if projection["participants"] is None else f"{projection['participants']:.0f}"
+    return (f"projected {where} (difference {100 * projection['mean_difference']:+.1f} ± "
+            f"{100 * projection['standard_error']:.1f} points over {projection['studies']} studies)")
 
 
 def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path,
@@ -261,10 +271,9 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
         if n is not None:
             axes.axvline(n, color=COLORS[0], linewidth=1, linestyle="--" if test == "naive" else "-", alpha=0.5)
         notes.append(f"{test}: {'> ' + str(max(r['participants'] for r in rows)) if n is None else f'{n:.0f}'}")
-    if projection and projection["participants"] is not None and any((needed.get(OVERALL) or {}).get(t) is None
-                                                                      for t in TESTS):
-        notes.append(f"projected {projection['participants']:.0f} "
-                     f"(difference {100 * projection['mean_difference']:+.1f} ± {100 * projection['standard_error']:.1f} points)")
+    projected_note = projection_note(projection, needed.get(OVERALL) or {})
+    if projected_note:
+        notes.append(projected_note)
     axes.set_title(f"Share of simulated studies with p < {alpha:g}\nparticipants for {target:.0%} power "
                    f"(overall): {', '.join(notes)}", fontsize=10)
     axes.set_xlabel("participants")
@@ -335,12 +344,9 @@ def format_power(report: dict) -> str:
         lines.append(f"{size:>12}  " + "  ".join(cells))
     for mode, needed in report["participants_for_target"].items():
         said = ", ".join(f"{test} {'not reached' if n is None else f'{n:.0f}'}" for test, n in needed.items())
-        projection = report["projected"].get(mode)
-        if projection and any(n is None for n in needed.values()):
-            where = "none" if projection["participants"] is None else f"{projection['participants']:.0f}"
-            said += (f"; projected {where} (normal approximation from the mean difference "
-                     f"{100 * projection['mean_difference']:+.1f} ± {100 * projection['standard_error']:.1f} points "
-                     f"over {projection['studies']} studies)")
+        projected_note = projection_note(report["projected"].get(mode), needed)
+        if projected_note:
+            said += f"; {projected_note}, normal approximation"
         lines.append(f"participants for {report['target']:.0%} power, {mode}: {said}")
     if report["errors"]:
         lines.append(f"{len(report['errors'])} simulated participants stopped early, e.g. {report['errors'][0]}")
