@@ -29,9 +29,11 @@ class ServerConfig:
     max_batch_rounds: int = 8          # game rounds answered in one agent call
     max_wait_ms: float = 5.0           # how long a round waits for others to batch with
     inference_threads: int = 1         # torch CPU threads: one keeps tail latency low beside the web threads
-    # flood control, per connection
-    max_events_per_second: float = 10.0
-    event_burst: int = 20
+    # flood control, per connection: a token bucket (server/throttle.py; docs/protocol.md, "Refusals and
+    # limits"). A real page sends one message at a time and waits for its answer, and fetches each earlier
+    # round once: a person's bursts are a few messages, far under event_burst, and never 10 a second for long
+    max_events_per_second: float = 10.0   # the sustained rate
+    event_burst: int = 20                 # messages at once (a new connection's bucket starts full)
     # a participant with no message for this long is a dropout (not counted for arm balance)
     dropout_after_s: float = 1800.0
     seed: int | None = None            # image sets and tokens; None = unpredictable (real studies)

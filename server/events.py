@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 
 from flask import request
 from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room, leave_room
@@ -32,6 +31,7 @@ from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
 from .schemas import SCHEMAS, SchemaError, validate
 from .store import Store
+from .throttle import Throttle
 
 log = logging.getLogger(__name__)
 UNREADABLE = "?"            # the `event` of the error that answers a frame the server could not read
@@ -46,33 +46,6 @@ def message_queue(redis_url: str) -> RedisManager:
     deliver it to theirs. Given as a client manager, not as Flask-SocketIO's `message_queue=` URL, which
     sends any URL but redis:// and rediss:// to Kombu: redis-py reads the embedded Redis's unix:// URL."""
     return RedisManager(redis_url, channel=MESSAGE_QUEUE_CHANNEL)
-
-
-class Throttle:
-    """A token bucket per key (a connection, a client address): `rate` per second on average, bursts up
-    to `burst`. Beyond MAX_KEYS keys, those whose bucket has filled up again are forgotten."""
-    MAX_KEYS = 10_000
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, burst
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, key: str) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if len(self._buckets) > self.MAX_KEYS:
-                full_after = self.burst / self.rate
-                self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
-            tokens, last = self._buckets.get(key, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - last) * self.rate)
-            allowed = tokens >= 1
-            self._buckets[key] = (tokens - 1 if allowed else tokens, now)
-            return allowed
-
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._buckets.pop(key, None)
 
 
 class UnreadableFrame(ValueError):

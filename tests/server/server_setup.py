@@ -34,8 +34,19 @@ def write_studies(directory: Path) -> Path:
     return directory
 
 
+# A test scripts the game as fast as a program can: tens of messages a second on one connection, where a
+# person's page sends a few. The per-connection throttle sized for people (ServerConfig's defaults) would
+# refuse such a test on a quiet machine and let it through on a busy one. So the apps that tests play on
+# let scripts through, and the throttle is tested where its outcome does not hang on the machine's speed:
+# with a clock the test sets (test_throttle.py) and with a rate slow enough that no test run refills it
+# unawares (test_refusals.py).
+SCRIPTED_PLAY = {"max_events_per_second": 1e6, "event_burst": 1_000_000}
+
+
 def server_config(agent_dir, world, nle_dir, data_dir: Path, studies: Path, **changes) -> ServerConfig:
-    """One inference worker in the test's process (a thread), on the same Redis streams as `exag worker`."""
+    """One inference worker in the test's process (a thread), on the same Redis streams as `exag worker`;
+    the throttle lets scripted play through unless `changes` set its limits."""
+    changes = {**SCRIPTED_PLAY, **changes}
     changes.setdefault("inprocess_workers", 1)
     changes.setdefault("message_queue", False)      # Flask-SocketIO's test client works without a queue only
     return ServerConfig(world=world, agent=str(agent_dir), data_dir=data_dir, studies_dir=studies,

@@ -9,6 +9,7 @@ import pytest
 import websocket
 
 DIAGNOSTICS = "exag:diagnostics"
+REPLY_TIMEOUT_S = 60        # only against a hang: a busy machine may take seconds to answer a frame
 UNREADABLE_FRAMES = [
     '42["join", {"study": ',                       # cut-off JSON
     "42" + "[" * 30000 + "]" * 30000,              # nested deeper than any parser goes
@@ -21,7 +22,7 @@ UNREADABLE_FRAMES = [
 
 def open_socket(server, connect: bool = True) -> websocket.WebSocket:
     ws = websocket.create_connection(server.url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket",
-                                     timeout=5)
+                                     timeout=REPLY_TIMEOUT_S)
     assert ws.recv().startswith("0")                # engine.io's open
     if connect:
         ws.send("40")                                # Socket.IO connect to "/"

@@ -1,5 +1,6 @@
 """The world builder: layout, CLEVR formats, splits by image, idempotence, resume, determinism."""
 import json
+import math
 import re
 import subprocess
 import sys
@@ -127,9 +128,9 @@ def test_killed_build_process_leaves_nothing_half_written(tmp_path):
     process = subprocess.Popen([sys.executable, "-c", code])
     chunks = out / ".building" / "chunks"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(chunks.glob("*.json"))) < 2:
-            time.sleep(0.1)
+        while process.poll() is None and len(list(chunks.glob("*.json"))) < 2:    # however long a busy machine takes
+            time.sleep(0.05)
+        assert process.poll() is None, "the build ended before it could be killed mid-way"
     finally:
         process.kill()
         process.wait()
@@ -249,6 +250,17 @@ def test_lazy_rendering_from_threads_at_once_writes_whole_files(tiny_world, tmp_
     assert sorted(p.name for p in (lazy / "images").iterdir()) == [name]
 
 
+def same_but_rounding(a, b) -> bool:
+    """Equal JSON-like data, floats equal to 12 significant digits."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_but_rounding(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same_but_rounding, a, b))
+    return a == b
+
+
 def test_the_shipped_game_world_is_what_the_build_makes(tmp_path):
     """The shipped scenes and questions of the game world: their settings are the game world's, and the
     first pool scene, drawn again by the build's own code, is the shipped one (scene, questions, image)."""
@@ -270,7 +282,8 @@ def test_the_shipped_game_world_is_what_the_build_makes(tmp_path):
     rng = np.random.default_rng([config.seed, chunk])
     scene, rendering = world_build.make_scene(rng, index, "pool", config)
     shipped = next(s for s in json.loads((world / "scenes.json").read_text())["scenes"] if s["image_index"] == index)
-    assert scenes_to_json([scene], {})["scenes"][0] == shipped
+    # the same scene up to the last bits of a float: numpy's sin and cos differ in them between releases
+    assert same_but_rounding(scenes_to_json([scene], {})["scenes"][0], shipped)
     questions = [q for q in json.loads((world / "questions.json").read_text())["questions"]
                  if q["image_index"] == index]
     drawn = list(QuestionGenerator().for_scene(scene, config.questions_per_image, rng))
