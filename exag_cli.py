@@ -336,6 +336,17 @@ def _serve_world(world: Path | None, agent: str = "default", data_dir: Path = Pa
     return world
 
 
+def _above_zero(kind):
+    """An argparse type: a finite number of `kind` above 0."""
+    def parse(text: str):
+        value = kind(text)
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a number above 0, not {text}")
+        return value
+    parse.__name__ = kind.__name__        # argparse's message: "invalid float value: 'x'"
+    return parse
+
+
 def _serve(args: argparse.Namespace) -> int:
     from server.config import ServerConfig
     from server.serve import redis_for, run_web
@@ -344,6 +355,7 @@ def _serve(args: argparse.Namespace) -> int:
                           world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent,
                           admin_token=args.admin_token or "",
                           max_connections_per_address=args.max_connections_per_address,
+                          max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
                           **({"studies_dir": args.studies} if args.studies else {}))
     def ready(app) -> None:       # once the web process answers
         base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
@@ -756,6 +768,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-connections-per-address", type=int, default=20, metavar="N",
                        help="open Socket.IO connections one client address may hold (default 20; raise it behind a "
                             "proxy and for load tests from one machine)")
+    from server.config import ServerConfig      # a dataclass: cheap to import
+    serve.add_argument("--max-events-per-second", type=_above_zero(float), default=ServerConfig.max_events_per_second,
+                       metavar="R", help="messages a connection may send a second on average (default "
+                       f"{ServerConfig.max_events_per_second:g}; a token bucket, see --event-burst and docs/protocol.md)")
+    serve.add_argument("--event-burst", type=_above_zero(int), default=ServerConfig.event_burst, metavar="N",
+                       help=f"messages a connection may send at once (default {ServerConfig.event_burst})")
     serve.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                        help="inference worker processes started on this machine (default: one per core; 0: none, "
                             "workers run elsewhere on the same Redis)")

@@ -25,7 +25,7 @@ class Throttle:
     MAX_KEYS = 10_000
 
     def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        if not rate > 0:
+        if not 0 < rate < float("inf"):
             raise ValueError(f"a throttle's rate must be a positive number of messages a second, not {rate!r}")
         if not (isinstance(burst, int) and burst >= 1):
             raise ValueError(f"a throttle's burst must be a whole number of messages >= 1, not {burst!r}")

@@ -74,7 +74,7 @@ def test_a_forgotten_key_starts_full_and_many_keys_forget_only_full_buckets():
     assert allowed(throttle, "flooding", 30) == 10         # its bucket was kept: refilled by 1 s, not reset
 
 
-@pytest.mark.parametrize("rate, burst", [(0, 20), (-1, 20), (10, 0), (10, 2.5), (float("nan"), 20)])
+@pytest.mark.parametrize("rate, burst", [(0, 20), (-1, 20), (float("inf"), 20), (float("nan"), 20), (10, 0), (10, 2.5)])
 def test_limits_that_cannot_work_are_refused_with_a_reason(rate, burst):
     with pytest.raises(ValueError, match="rate|burst"):
         Throttle(rate, burst)
@@ -108,3 +108,25 @@ def test_the_defaults_leave_a_real_pages_bursts_alone():
     for _ in range(5):
         send("history", 0.1)                               # and the player opens five rounds quickly
     assert all(ok for _, ok in page), [event for event, ok in page if not ok]
+
+
+@pytest.mark.parametrize("flag, value, message", [("--event-burst", "0", "must be a number above 0"),
+                                                  ("--event-burst", "2.5", "invalid int value"),
+                                                  ("--max-events-per-second", "-1", "must be a number above 0"),
+                                                  ("--max-events-per-second", "inf", "must be a number above 0")])
+def test_exag_serve_refuses_limits_that_cannot_work(flag, value, message, capsys):
+    import exag_cli
+
+    with pytest.raises(SystemExit) as exit_:
+        exag_cli.build_parser().parse_args(["serve", flag, value])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_exag_serve_reads_its_limits_and_defaults_to_the_servers():
+    import exag_cli
+
+    args = exag_cli.build_parser().parse_args(["serve", "--max-events-per-second", "2.5", "--event-burst", "40"])
+    assert (args.max_events_per_second, args.event_burst) == (2.5, 40)
+    defaults = exag_cli.build_parser().parse_args(["serve"])
+    assert (defaults.max_events_per_second, defaults.event_burst) == \
+        (ServerConfig.max_events_per_second, ServerConfig.event_burst)
