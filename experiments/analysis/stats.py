@@ -1,5 +1,12 @@
 """Small wrappers over the field's libraries (statsmodels, scipy, krippendorff): every test statistic,
-interval and agreement measure in the report comes from one of them, never from a formula of ours.
+interval and agreement measure in the report comes from one of them, except the participant-clustered
+p-values and intervals, which come from the wild cluster bootstrap (wild_bootstrap.py: no maintained
+library offers it without a JIT compiler; it is checked against statsmodels refits in the tests).
+
+Clustered tests: the odds ratio and its interval come from the logistic model (GEE or clustered Logit);
+the p-value, and the interval of a difference, from the wild cluster bootstrap of the same comparison as a
+linear model, which keeps its 5% level from MIN_CLUSTERS participants on, where the sandwich behind the
+GEE's own p-value rejects a true null 3-4 times too often (`python -m experiments.benchmark.null_calibration`).
 
 Results are JSON-ready dicts. A test that cannot be computed (an empty group, a constant outcome, too
 few participants, perfect separation) returns None for its numbers and a `note` saying why, instead of
@@ -23,18 +30,19 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from statsmodels.stats.weightstats import DescrStatsW
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
+from .wild_bootstrap import MIN_CLUSTERS, WildTest, wild_cluster_test
+
 ALPHA = 0.05
-MIN_CLUSTERS = 5          # fewer participants than this: no clustered test (its robust variance is unreliable)
 MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
 Z_TEST = "two-proportion z-test (statsmodels proportions_ztest), games as independent"
-GEE_LOGIT = ("GEE logistic regression (statsmodels), participants as clusters, exchangeable working "
-             "correlation, robust standard errors")
-GEE_LOGIT_INDEPENDENT = ("logistic regression with participant-clustered robust standard errors (statsmodels Logit, "
-                         "cov_type='cluster'; GEE with independence working correlation), as the exchangeable "
-                         "GEE could not be fitted")
-LOGIT_CLUSTERED = ("logistic regression with participant-clustered robust standard errors (statsmodels Logit, "
-                   "cov_type='cluster')")
-OLS_CLUSTERED = "OLS with participant-clustered standard errors (statsmodels): the difference of means or rates"
+GEE_LOGIT = ("odds ratio and its CI: GEE logistic regression (statsmodels), participants as clusters, exchangeable "
+             "working correlation, robust standard errors; p-value: {wild}")
+GEE_LOGIT_INDEPENDENT = ("odds ratio and its CI: logistic regression with participant-clustered robust standard "
+                         "errors (statsmodels Logit, cov_type='cluster'), as the exchangeable GEE could not be "
+                         "fitted; p-value: {wild}")
+LOGIT_CLUSTERED = ("odds ratio and its CI: logistic regression with participant-clustered robust standard errors "
+                   "(statsmodels Logit, cov_type='cluster'); p-value: {wild}")
+LINEAR = "the same comparison as a linear model, "
 
 
 def _num(value) -> float | None:
@@ -81,18 +89,32 @@ def mean_ci(values: pd.Series | np.ndarray) -> dict:
     return {"n": len(values), "mean": float(values.mean()), "ci": _pair((low, high))}
 
 
+SIGN_FLIP = ("sign-flip test over participants (scipy permutation_test: each participant's difference keeps or "
+             "flips its sign; {patterns}), exact when the differences are symmetric about 0 under no effect")
+SIGN_FLIP_DRAWS = 9_999
+
+
 def mean_test(values: pd.Series | np.ndarray) -> dict:
-    """mean_ci with the one-sample t-test of mean 0 (statsmodels DescrStatsW.ttest_mean): for paired
-    differences, a paired t-test."""
-    out = {**mean_ci(values), "p_value": None}
+    """mean_ci with a test of mean 0 that keeps its level with few participants: the sign-flip
+    (randomization) test of the mean (scipy permutation_test), exact over all 2^n sign patterns up to
+    13 values, else SIGN_FLIP_DRAWS seeded draws. For paired differences, one per participant, the
+    participant-level paired test. Below MIN_CLUSTERS values no p-value (none could reach 0.05)."""
+    out = {**mean_ci(values), "p_value": None, "test": SIGN_FLIP.format(patterns="none")}
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
-    if len(values) < 2 or np.ptp(values) == 0:
-        return out
+    if len(values) < MIN_CLUSTERS:
+        return {**out, "note": f"fewer than {MIN_CLUSTERS} participants ({len(values)}): no paired test can reach "
+                               "p < 0.05"}
+    if np.ptp(values) == 0 and values[0] == 0:
+        return {**out, "p_value": 1.0, "test": SIGN_FLIP.format(patterns="every difference is 0")}
+    exact = 2 ** len(values) <= SIGN_FLIP_DRAWS
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, p, _ = DescrStatsW(values).ttest_mean(0.0)
-    return {**out, "p_value": _num(p)}
+        result = scipy.stats.permutation_test((values,), lambda x, axis: np.mean(x, axis=axis), vectorized=True,
+                                              permutation_type="samples", n_resamples=SIGN_FLIP_DRAWS,
+                                              alternative="two-sided", random_state=0)
+    patterns = f"all {2 ** len(values):,} patterns" if exact else f"{SIGN_FLIP_DRAWS:,} random patterns (seed 0)"
+    return {**out, "p_value": _num(min(1.0, result.pvalue)), "test": SIGN_FLIP.format(patterns=patterns)}
 
 
 # --- tests of two groups ---------------------------------------------------------------------------
@@ -115,33 +137,61 @@ def _complete_cases(y, exog: pd.DataFrame, clusters, method: str):
     clusters = np.asarray(clusters)
     keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
     y, exog, clusters = y[keep], exog[keep], clusters[keep]
-    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": method,
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": method.format(wild="none"),
            "n_clusters": len(pd.unique(clusters)), "n": int(len(y))}
     return y, exog, clusters, out
 
 
+def wild_test(y, exog: pd.DataFrame, clusters, term: str) -> WildTest | str:
+    """The wild cluster bootstrap test of `term` in the linear model y ~ 1 + exog (complete rows only);
+    a sentence when none can run."""
+    y = np.asarray(y, dtype=float)
+    exog = exog.astype(float)
+    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
+    design = sm.add_constant(exog[keep], has_constant="add")
+    return wild_cluster_test(y[keep], design.to_numpy(), np.asarray(clusters)[keep], list(design.columns).index(term))
+
+
+def _with_wild_p(out: dict, y, exog: pd.DataFrame, clusters, term: str, method: str) -> dict:
+    """`out` (an odds ratio's result) with the p-value of the wild cluster bootstrap and the method named."""
+    tested = wild_test(y, exog, clusters, term)
+    if isinstance(tested, str):
+        note = "; ".join(n for n in (out.get("note"), f"no clustered p-value: {tested}") if n)
+        return {**out, "p_value": None, "method": method.format(wild="none"), "note": note}
+    return {**out, "p_value": _num(tested.p_value), "method": method.format(wild=LINEAR + tested.method)}
+
+
 def gee_logit(y, exog: pd.DataFrame, clusters, term: str) -> dict:
-    """The odds ratio of `term` with its 95% CI and p-value from a participant-clustered GEE logistic
-    regression (Binomial family, exchangeable working correlation; if that cannot be fitted, the
-    independence one: logit_clustered). `exog` holds the predictors without the constant."""
+    """The odds ratio of `term` with its 95% CI from a participant-clustered GEE logistic regression
+    (Binomial family, exchangeable working correlation; if that cannot be fitted, the independence one:
+    logit_clustered), and the p-value of the wild cluster bootstrap. `exog` holds the predictors without
+    the constant."""
+    return _gee_logit(y, exog, clusters, term, with_p=True)
+
+
+def _gee_logit(y, exog: pd.DataFrame, clusters, term: str, with_p: bool) -> dict:
     y, exog, clusters, out = _complete_cases(y, exog, clusters, GEE_LOGIT)
     why = _unfittable(y, exog[term], out["n_clusters"])
     if why:
         return {**out, "note": why}
     fitted = _fit_gee(y, sm.add_constant(exog, has_constant="add"), clusters, term)
     if fitted is not None and abs(fitted[0]) <= MAX_LOG_ODDS:
-        coef, _, p, low, high = fitted
-        return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])),
-                "p_value": _num(p)}
+        coef, _, _, low, high = fitted
+        estimate = {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high]))}
+        return _with_wild_p(estimate, y, exog, clusters, term, GEE_LOGIT) if with_p else estimate
     # not fitted, or ran away (separation, or an exchangeable fit that diverged): the independence one
-    return {**logit_clustered(y, exog, clusters, term), "method": GEE_LOGIT_INDEPENDENT}
+    return _logit_clustered(y, exog, clusters, term, GEE_LOGIT_INDEPENDENT, with_p)
 
 
 def logit_clustered(y, exog: pd.DataFrame, clusters, term: str) -> dict:
-    """As gee_logit, by logistic regression with participant-clustered robust errors (statsmodels Logit,
-    cov_type="cluster"; the same as GEE with an independence working correlation). Vectorised, so fast
-    on thousands of participants: used for the secondary trend tests."""
-    y, exog, clusters, out = _complete_cases(y, exog, clusters, LOGIT_CLUSTERED)
+    """As gee_logit, the odds ratio by logistic regression with participant-clustered robust errors
+    (statsmodels Logit, cov_type="cluster"; the same as GEE with an independence working correlation).
+    Vectorised, so fast on thousands of participants: used for the secondary trend tests."""
+    return _logit_clustered(y, exog, clusters, term, LOGIT_CLUSTERED, with_p=True)
+
+
+def _logit_clustered(y, exog: pd.DataFrame, clusters, term: str, method: str, with_p: bool) -> dict:
+    y, exog, clusters, out = _complete_cases(y, exog, clusters, method)
     why = _unfittable(y, exog[term], out["n_clusters"])
     if why:
         return {**out, "note": why}
@@ -151,19 +201,21 @@ def logit_clustered(y, exog: pd.DataFrame, clusters, term: str) -> dict:
             fitted = sm.Logit(y, sm.add_constant(exog, has_constant="add")).fit(
                 disp=0, maxiter=100, cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters)[0]})
             low, high = fitted.conf_int(alpha=ALPHA).loc[term]
-            coef, p = fitted.params[term], fitted.pvalues[term]
+            coef = fitted.params[term]
         except (PerfectSeparationError, np.linalg.LinAlgError, ValueError):
             return {**out, "note": "the model could not be fitted (perfect separation)"}
-    if not np.isfinite([coef, p, low, high]).all() or abs(coef) > MAX_LOG_ODDS:
+    if not np.isfinite([coef, low, high]).all() or abs(coef) > MAX_LOG_ODDS:
         return {**out, "note": "perfect separation: an outcome is (almost) constant given the predictor"}
-    return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])), "p_value": _num(p)}
+    estimate = {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high]))}
+    return _with_wild_p(estimate, y, exog, clusters, term, method) if with_p else estimate
 
 
 def _unfittable(y: np.ndarray, x: pd.Series, n_clusters: int) -> str | None:
     if len(y) == 0:
         return "no data"
     if n_clusters < MIN_CLUSTERS:
-        return f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS})"
+        return (f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS}: with fewer no "
+                "participant-level test can reach p < 0.05)")
     if x.nunique() < 2:
         return "the predictor does not vary (a group is empty)"
     if np.unique(y).size < 2:
@@ -189,43 +241,38 @@ def _fit_gee(y, design, clusters, term: str) -> tuple[float, ...] | None:
 
 def clustered_difference(y, x, clusters) -> dict:
     """The difference of means (of rates, for a 0/1 outcome) between x=1 and x=0 with a 95% CI and
-    p-value robust to participant clusters: OLS with clustered standard errors (statsmodels)."""
+    p-value that keep their level with few participants: the wild cluster bootstrap of OLS y ~ 1 + x."""
     y, x, clusters = np.asarray(y, float), np.asarray(x, float), np.asarray(clusters)
     keep = ~np.isnan(y) & ~np.isnan(x)
     y, x, clusters = y[keep], x[keep], clusters[keep]
     n_clusters = len(pd.unique(clusters))
-    out = {"difference": None, "ci": None, "p_value": None, "method": OLS_CLUSTERED, "n_clusters": n_clusters}
+    out = {"difference": None, "ci": None, "p_value": None, "method": "none", "n_clusters": n_clusters}
     if len(y) == 0 or len(np.unique(x)) < 2:
         return {**out, "note": "a group is empty"}
     difference = float(y[x == 1].mean() - y[x == 0].mean())
-    if n_clusters < MIN_CLUSTERS:
-        return {**out, "difference": difference,
-                "note": f"too few participants for a clustered interval ({n_clusters} < {MIN_CLUSTERS})"}
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fitted = sm.OLS(y, sm.add_constant(x, has_constant="add")).fit(
-            cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters)[0]})
-        low, high = fitted.conf_int(alpha=ALPHA)[1]
-        p = fitted.pvalues[1]
-    return {**out, "difference": difference, "ci": _pair((low, high)), "p_value": _num(p)}
+    tested = wild_cluster_test(y, sm.add_constant(x, has_constant="add"), clusters, 1)
+    if isinstance(tested, str):
+        return {**out, "difference": difference, "note": f"no clustered interval or p-value: {tested}"}
+    return {**out, "difference": difference, "ci": _pair(tested.ci) if tested.ci else None, "p_value": _num(tested.p_value),
+            "method": tested.method}
 
 
 def compare_rates(won, group, clusters) -> dict:
     """Everything the report says about a 0/1 outcome in group 1 vs group 0: the difference of rates
-    with its clustered CI, the odds ratio with its CI, and the clustered p-value (GEE), next to the
-    naive z-test's p-value."""
+    with its clustered CI and p-value (wild cluster bootstrap), the odds ratio with its CI (GEE), next to
+    the naive z-test's p-value."""
     won, group = np.asarray(won, float), np.asarray(group, float)
     known = ~np.isnan(won) & ~np.isnan(group)
     counts = tuple(won[known & (group == g)].sum() for g in (1.0, 0.0))
     sizes = tuple(int((known & (group == g)).sum()) for g in (1.0, 0.0))
     naive = z_test(counts, sizes)
-    gee = gee_logit(won, pd.DataFrame({"group": group}), clusters, "group")
+    gee = _gee_logit(won, pd.DataFrame({"group": group}), clusters, "group", with_p=False)   # its p: the difference's
     difference = clustered_difference(won, group, clusters)
     notes = [n for n in (naive.get("note"), gee.get("note"), difference.get("note")) if n]
     return {"difference": difference["difference"], "difference_ci": difference["ci"],
             "odds_ratio": gee["odds_ratio"], "odds_ratio_ci": gee["odds_ratio_ci"],
-            "p_value": naive["p_value"], "p_value_clustered": gee["p_value"],
-            "test": Z_TEST, "test_clustered": gee["method"], "n_participants": gee["n_clusters"],
+            "p_value": naive["p_value"], "p_value_clustered": difference["p_value"],
+            "test": Z_TEST, "test_clustered": difference["method"], "n_participants": gee["n_clusters"],
             **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 

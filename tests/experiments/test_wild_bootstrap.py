@@ -1,0 +1,97 @@
+"""The wild cluster bootstrap (experiments/analysis/wild_bootstrap.py) against statsmodels: its t is
+statsmodels' cluster-robust t, and its exact p-value is what refitting statsmodels' OLS on every sign
+pattern gives; too few participants get a sentence, many get the t test."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+import statsmodels.api as sm
+
+from experiments.analysis.stats import clustered_difference, compare_rates, gee_logit
+from experiments.analysis.wild_bootstrap import MAX_CLUSTERS, MIN_CLUSTERS, WildTest, wild_cluster_test
+
+
+def clustered_data(participants: int, seed: int = 1, effect: float = 0.0):
+    """0/1 outcomes of participants who differ a lot (skill), a within-participant 0/1 predictor and a
+    covariate; games per participant vary."""
+    rng = np.random.default_rng(seed)
+    who = np.repeat(np.arange(participants), rng.integers(3, 9, participants))
+    skill = rng.normal(0.0, 1.5, participants)[who]
+    x = rng.integers(0, 2, len(who)).astype(float)
+    covariate = rng.normal(size=len(who))
+    y = (rng.random(len(who)) < 1 / (1 + np.exp(-(skill + effect * x)))).astype(float)
+    return y, np.column_stack([np.ones(len(who)), x, covariate]), who
+
+
+def refit_p(y, X, clusters, term) -> float:
+    """The exact restricted wild cluster bootstrap p-value by brute force: statsmodels refits per pattern."""
+    t = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": clusters}).tvalues[term]
+    restricted = sm.OLS(y, np.delete(X, term, axis=1)).fit()
+    G = len(np.unique(clusters))
+    extreme = 0
+    for signs in itertools.product((1.0, -1.0), repeat=G):
+        y_star = restricted.fittedvalues + np.asarray(signs)[clusters] * restricted.resid
+        t_star = sm.OLS(y_star, X).fit(cov_type="cluster", cov_kwds={"groups": clusters}).tvalues[term]
+        extreme += abs(t_star) >= abs(t) * (1 - 1e-10)
+    return extreme / 2 ** G
+
+
+@pytest.mark.parametrize("term", [1, 2])
+def test_the_exact_p_value_is_statsmodels_refitted_on_every_sign_pattern(term):
+    y, X, who = clustered_data(7)
+    tested = wild_cluster_test(y, X, who, term)
+    fitted = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": who})
+    assert isinstance(tested, WildTest) and tested.n_clusters == 7 and "all 128 sign patterns" in tested.method
+    assert tested.estimate == pytest.approx(fitted.params[term]) and tested.se == pytest.approx(fitted.bse[term])
+    assert tested.p_value == refit_p(y, X, who, term)
+    low, high = tested.ci
+    assert low < tested.estimate < high
+
+
+def test_with_six_participants_the_smallest_p_value_is_one_in_32():
+    rng = np.random.default_rng(0)
+    who = np.repeat(np.arange(MIN_CLUSTERS), 10)
+    x = np.tile([0.0, 1.0], 5 * MIN_CLUSTERS)
+    y = x.copy()                                             # a perfect within-participant effect
+    y[::4] = 1 - y[::4]                                      # (not quite: the outcome must vary)
+    tested = wild_cluster_test(y + rng.normal(0, 1e-3, len(y)), np.column_stack([np.ones_like(x), x]), who, 1)
+    assert tested.p_value == pytest.approx(2 / 2 ** MIN_CLUSTERS)       # the study's pattern and its mirror
+
+
+def test_too_few_participants_get_a_sentence_not_a_p_value():
+    y, X, who = clustered_data(MIN_CLUSTERS - 1)
+    assert "fewer than 6 participants" in wild_cluster_test(y, X, who, 1)
+    y, X, who = clustered_data(MIN_CLUSTERS)
+    constant = np.column_stack([np.ones(len(y)), np.zeros(len(y))])
+    assert "do not vary" in wild_cluster_test(y, constant, who, 1)
+
+
+def test_random_patterns_are_seeded_and_many_participants_get_the_t_test():
+    y, X, who = clustered_data(20)
+    first, again = wild_cluster_test(y, X, who, 1, seed=4), wild_cluster_test(y, X, who, 1, seed=4)
+    assert first == again and "9,999 random sign patterns (seed 4)" in first.method
+    y, X, who = clustered_data(MAX_CLUSTERS)
+    tested = wild_cluster_test(y, X, who, 1)
+    fitted = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": who})
+    assert "t test with G - 1 = 99 degrees of freedom" in tested.method
+    assert tested.p_value == pytest.approx(2 * scipy.stats.t.sf(abs(fitted.tvalues[1]), MAX_CLUSTERS - 1))
+
+
+def test_the_reports_clustered_tests_use_it():
+    y, X, who = clustered_data(8, effect=0.0)
+    compared = compare_rates(y, X[:, 1], who)
+    difference = clustered_difference(y, X[:, 1], who)
+    assert compared["p_value_clustered"] == difference["p_value"] == wild_cluster_test(y, X[:, :2], who, 1).p_value
+    assert compared["test_clustered"].startswith("wild cluster bootstrap")
+    assert compared["difference_ci"] == difference["ci"] and compared["odds_ratio"] is not None
+    fitted = gee_logit(y, pd.DataFrame({"x": X[:, 1], "c": X[:, 2]}), who, "x")
+    assert fitted["p_value"] == wild_cluster_test(y, X, who, 1).p_value
+    assert "odds ratio and its CI: GEE" in fitted["method"] and "p-value: the same comparison as a linear model, wild" \
+        in fitted["method"]
+    y, X, who = clustered_data(MIN_CLUSTERS - 1)
+    few = compare_rates(y, X[:, 1], who)
+    assert few["p_value_clustered"] is None and "fewer than" in few["note"]
