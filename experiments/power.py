@@ -37,8 +37,10 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
+from statsmodels.stats.proportion import proportion_confint
 from tqdm import tqdm
 
 from game.study import load_study
@@ -48,6 +50,9 @@ TARGET = 0.8
 TESTS = {"naive": "p_value", "clustered": "p_value_clustered"}     # Table 1 row keys
 OVERALL = "overall"
 POLL_S = 5.0
+PROJECTION = ("normal approximation of an idealised z-test on the mean difference (statsmodels NormalIndPower), "
+              "not the clustered test the analysis runs: a rough guide beyond the sizes simulated, never a "
+              "substitute for simulating them")
 METHOD = ("fresh simulated studies (server/simulate.py, in-process, the real game and agent), analysed with "
           "experiments/analysis/controlled.py's Table 1; no resampling")
 
@@ -185,18 +190,22 @@ def power_table(studies: list[dict], alpha: float = ALPHA) -> list[dict]:
                 significant = len(found)
                 # which way: an explanation arm should help, a sham arm harm
                 helped = sum((c.get("difference") or 0) > 0 for c in found)
+                low, high = proportion_confint(significant, len(mine), alpha=0.05, method="wilson")
                 rows.append({"participants": size, "mode": mode, "test": test, "studies": len(mine),
                              "significant": significant, "power": significant / len(mine),
+                             "power_ci": [float(low), float(high)],
                              "significant_improvement": helped, "significant_harm": significant - helped,
                              "not_computed": sum(p is None for p in ps),
                              "mean_difference": float(np.mean(differences)) if differences else None})
     return rows
 
 
-def participants_for(rows: list[dict], mode: str, test: str, target: float = TARGET) -> float | None:
+def participants_for(rows: list[dict], mode: str, test: str, target: float = TARGET,
+                     power: Callable[[dict], float] = lambda row: row["power"]) -> float | None:
     """The participants at which the power first reaches `target`, interpolated linearly between the
-    sizes around it; the smallest size when it already does; None when no size does."""
-    points = sorted((r["participants"], r["power"]) for r in rows if r["mode"] == mode and r["test"] == test)
+    sizes around it; the smallest size when it already does; None when no size does. `power` reads a
+    row's power (the estimate, or a bound of its interval)."""
+    points = sorted((r["participants"], power(r)) for r in rows if r["mode"] == mode and r["test"] == test)
     for i, (size, power) in enumerate(points):
         if power >= target:
             if i == 0:
@@ -204,6 +213,13 @@ def participants_for(rows: list[dict], mode: str, test: str, target: float = TAR
             (s0, p0), (s1, p1) = points[i - 1], (size, power)
             return float(s0 + (target - p0) * (s1 - s0) / (p1 - p0))
     return None
+
+
+def participants_interval(rows: list[dict], mode: str, test: str, target: float = TARGET) -> list[float | None]:
+    """A 95% interval for the participants needed: where the upper and the lower Wilson bounds of the
+    simulated power reach `target` (None for an end no size simulated reaches)."""
+    return [participants_for(rows, mode, test, target, lambda row: row["power_ci"][1]),
+            participants_for(rows, mode, test, target, lambda row: row["power_ci"][0])]
 
 
 def projected(studies: list[dict], mode: str, alpha: float = ALPHA, target: float = TARGET) -> dict | None:
@@ -305,6 +321,8 @@ def power(config: PowerConfig) -> dict:
     rows = power_table(studies, config.alpha)
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     needed = {mode: {test: participants_for(rows, mode, test, config.target) for test in TESTS} for mode in modes}
+    intervals = {mode: {test: participants_interval(rows, mode, test, config.target) for test in TESTS}
+                 for mode in modes}
     projections = {mode: projected(studies, mode, config.alpha, config.target) for mode in modes}
     games = sum(s["games"] for s in studies)
     out = Path(config.out)
@@ -313,9 +331,12 @@ def power(config: PowerConfig) -> dict:
     report = {"study": study.to_dict(), "sizes": list(config.sizes), "repeats": config.repeats,
               "players": config.players or DEFAULT_MIX, "agent": config.agent, "world": str(config.world),
               "seed": config.seed, "alpha": config.alpha, "target": config.target, "method": METHOD,
-              "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value)",
-                        "clustered": "participant-clustered GEE logistic regression (Table 1 p_value_clustered)"},
-              "power": rows, "participants_for_target": needed, "projected": projections,
+              "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; it does not keep "
+                                 "its level when participants differ: results/null_calibration.md)",
+                        "clustered": "the analysis's participant-clustered test (Table 1 p_value_clustered: the wild "
+                                     "cluster bootstrap, experiments/analysis/wild_bootstrap.py)"},
+              "power": rows, "participants_for_target": needed, "participants_for_target_ci": intervals,
+              "projected": projections, "projection_method": PROJECTION,
               "cost": {"studies": len(studies), "games": games, "seconds": seconds,
                        "seconds_per_game": seconds / games if games else None, "processes": config.processes,
                        "threads_per_process": config.threads},
@@ -343,10 +364,17 @@ def format_power(report: dict) -> str:
             cells.append(f"{get.get('naive', float('nan')):>8.0%} / {get.get('clustered', float('nan')):<7.0%}")
         lines.append(f"{size:>12}  " + "  ".join(cells))
     for mode, needed in report["participants_for_target"].items():
-        said = ", ".join(f"{test} {'not reached' if n is None else f'{n:.0f}'}" for test, n in needed.items())
+        intervals = report["participants_for_target_ci"][mode]
+
+        def interval(test: str) -> str:
+            low, high = intervals[test]
+            return (f" (95% CI {'?' if low is None else f'{low:.0f}'}-"
+                    f"{'beyond ' + str(max(report['sizes'])) if high is None else f'{high:.0f}'})")
+        said = ", ".join(f"{test} {'not reached' if n is None else f'{n:.0f}'}{interval(test)}"
+                         for test, n in needed.items())
         projected_note = projection_note(report["projected"].get(mode), needed)
         if projected_note:
-            said += f"; {projected_note}, normal approximation"
+            said += f"; {projected_note}, normal approximation of an idealised test"
         lines.append(f"participants for {report['target']:.0%} power, {mode}: {said}")
     if report["errors"]:
         lines.append(f"{len(report['errors'])} simulated participants stopped early, e.g. {report['errors'][0]}")

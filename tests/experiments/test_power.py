@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.power import PowerConfig, participants_for, power, power_table, projected
+from experiments.power import PowerConfig, participants_for, participants_interval, power, power_table, projected
 
 STUDY = {"study_id": "pow", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
 
@@ -26,6 +26,27 @@ def test_power_table_and_participants_for_target():
     assert participants_for(rows, "overall", "clustered", 0.8) == 20 + (0.8 - 0.5) / 0.5 * 20  # 32
     assert participants_for(rows, "overall", "naive", 0.4) == 10.0                          # reached at once
     assert participants_for(rows, "overall", "clustered", 1.01) is None                     # never
+
+
+def test_the_participants_needed_come_with_an_interval_from_the_powers_wilson_bounds():
+    from statsmodels.stats.proportion import proportion_confint
+
+    def study(size, p):
+        return {"participants": size, "tests": {"overall": {"difference": 0.1, "p_value": p, "p_value_clustered": p}}}
+    # 20 studies a size: 4, 12 and 20 of them significant
+    studies = [study(size, 0.01 if k < found else 0.5) for size, found in ((10, 4), (20, 12), (40, 20)) for k in range(20)]
+    rows = power_table(studies)
+    overall = {r["participants"]: r for r in rows if r["test"] == "clustered"}
+    assert overall[20]["power"] == 0.6 and overall[20]["power_ci"] == pytest.approx(
+        list(proportion_confint(12, 20, method="wilson")))
+    low, high = participants_interval(rows, "overall", "clustered", 0.8)
+    point = participants_for(rows, "overall", "clustered", 0.8)
+    assert low < point < high                                   # 20 + (0.8 - 0.6) / 0.4 * 20 = 30 in between
+    bounds = {size: overall[size]["power_ci"] for size in (10, 20, 40)}
+    assert bounds[20][1] < 0.8 < bounds[40][1] and bounds[20][0] < 0.8 < bounds[40][0]
+    assert low == pytest.approx(20 + (0.8 - bounds[20][1]) / (bounds[40][1] - bounds[20][1]) * 20)
+    upper_20, lower_40 = bounds[20][1], bounds[40][0]
+    assert high == pytest.approx(20 + (0.8 - overall[20]["power_ci"][0]) / (lower_40 - overall[20]["power_ci"][0]) * 20)
 
 
 def test_projected_participants_from_the_difference_and_its_spread():
