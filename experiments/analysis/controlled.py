@@ -11,24 +11,46 @@ Sham arms (game/study.py SHAM_MODES: another image's explanation, a sanity check
 the real arms, and stay out of both "overall" rows and of the effect net of practice: those measure real
 explanations, and a sham row must show harm (with expl below no expl), or the instrument is blind.
 
+Improvement, three ways, each under its own key (and its own column in the HTML and the printout):
+- `improvement_paper`: the paper's "Overall Improv" column, the row's with-explanations figure minus the
+  group baseline of the "overall_inc_none" row, one baseline for every row. It checks on every row of the
+  paper's Table 1: RelQAs 6.80 - 5.57 = 1.23 points and 71.48 - 61.15 = 10.33%, Overall 6.52 - 5.57 = 0.95
+  and 69.29 - 61.15 = 8.14%. It mixes a change of arm with a change of block (practice), so it is the
+  paper's number to compare with, not an effect estimate.
+- `improvement`: with minus no explanations within the row (its even blocks minus its odd ones), with
+  the participant-clustered CIs and the odds ratio.
+- `improvement_within_participants`: each participant's own with- minus no-explanation rate, averaged
+  over participants, with the participant-level paired test (stats.mean_test; its `test` names it): each
+  participant is their own control.
+(`improvement_over_baseline` is the row's with-explanations figure minus its own block 1.)
+
 Tests: the paper's p compares with- and no-explanation win rates; here that is a two-proportion z-test
 (games as independent), next to the participant-clustered GEE logistic regression (`p_value_clustered`)
 with the odds ratio, and OLS with participant-clustered errors for the differences' CIs. Beyond the
-paper: win rate by block per arm, the control group's practice effect (its even vs odd blocks), and the
+paper: win rate by block per arm, the control group's practice effect (its even vs odd blocks), the
 explanation effect net of practice (the interaction of even block and explanation arm, clustered), and
-the improvement within participants (each participant's own with- minus no-explanation rate, averaged:
-the paper's "improvement" column is not with minus no expl, e.g. RelQAs 6.80 - 6.03 = 0.77 but 1.23
-printed, and may be such a per-participant mean).
+the within-participant paired test above.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from .frames import CONTROLLED, Frames, arms_of, sham
-from .stats import clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of
+from .stats import SIGN_FLIP, clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
-PAIRED = "paired t-test over participants of their own with- minus no-explanation win rate (statsmodels)"
+PAIRED = ("paired test over participants of their own with- minus no-explanation win rate: "
+          + SIGN_FLIP.format(patterns="all patterns up to 13 participants, else 9,999 seeded draws"))
+# what each improvement of a row is (module doc), said in the report beside its numbers
+IMPROVEMENT_PAPER = ("the paper's 'Overall Improv' column: this row's with-explanations figure minus the group "
+                     "baseline (block 1) of the overall_inc_none row, one baseline for every row")
+IMPROVEMENT = "with minus without explanations: this row's games in even blocks minus its games in odd blocks"
+WITHIN_PARTICIPANTS = ("the mean over participants who played both ways of their own with- minus no-explanation "
+                       "figure (each participant their own control), with the paired test over participants "
+                       "that `test` names")
+OVER_BASELINE = "this row's with-explanations figure minus its own group baseline (block 1 of its arms)"
+NO_PAPER_BASELINE = ("no overall_inc_none row (no arm with real explanations and none without): the paper's "
+                     "baseline is undefined")
 
 
 def cell(games: pd.DataFrame) -> dict:
@@ -43,44 +65,55 @@ def _odd(games: pd.DataFrame) -> pd.Series:
     return (games["block"] % 2 == 1) | (games["block"].isna() & (games["shows"] == 0))
 
 
-def row(mode: str, games: pd.DataFrame) -> dict:
-    """One row of Table 1 over these games (one arm, or several pooled)."""
+def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
+    """One row of Table 1 over these games (one arm, or several pooled); `paper_baseline` is the
+    overall_inc_none row's group baseline cell (None when there is no such row)."""
     with_expl, no_expl = games[games["shows"] == 1], games[(games["shows"] == 0) & _odd(games)]
     baseline = games[games["block"] == 1]
     both = pd.concat([with_expl, no_expl])
     win = compare_rates(both["won"], both["shows"], both["cluster"])
     score = clustered_difference(both["score"], both["shows"], both["cluster"])
     cells = {"with_expl": cell(with_expl), "no_expl": cell(no_expl), "group_baseline": cell(baseline)}
-
-    def minus(key: str):
-        a, b = cells["with_expl"][key], cells["no_expl"][key]
-        return None if a is None or b is None else a - b
+    minus = {key: _minus(cells["with_expl"][key], cells["no_expl"][key]) for key in ("score", "win_rate")}
     notes = [n for n in (win.get("note"), score.get("note")) if n]
     return {"mode": mode, "arms": sorted(games["arm"].unique().tolist()), **cells,
-            "improvement": {"score": minus("score"), "win_rate": minus("win_rate"), "score_ci": score["ci"],
-                            "win_rate_ci": win["difference_ci"], "odds_ratio": win["odds_ratio"],
-                            "odds_ratio_ci": win["odds_ratio_ci"]},
+            "improvement_paper": paper_improvement(cells["with_expl"], paper_baseline),
+            "improvement": {**minus, "score_ci": score["ci"], "win_rate_ci": win["difference_ci"],
+                            "odds_ratio": win["odds_ratio"], "odds_ratio_ci": win["odds_ratio_ci"],
+                            "definition": IMPROVEMENT},
             "improvement_within_participants": within_participants(both),
-            "improvement_over_baseline": {key: _minus(cells["with_expl"][key], cells["group_baseline"][key])
-                                          for key in ("score", "win_rate")},
+            "improvement_over_baseline": {**{key: _minus(cells["with_expl"][key], cells["group_baseline"][key])
+                                             for key in ("score", "win_rate")}, "definition": OVER_BASELINE},
             "p_value": win["p_value"], "test": win["test"], "p_value_clustered": win["p_value_clustered"],
             "test_clustered": win["test_clustered"], "p_value_score_clustered": score["p_value"],
             "test_score_clustered": score["method"], "n_participants": int(games["cluster"].nunique()),
             **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 
+def paper_improvement(with_expl: dict, paper_baseline: dict | None) -> dict:
+    """The paper's "Overall Improv" (module doc): with explanations minus the overall_inc_none group baseline."""
+    if paper_baseline is None:
+        return {"score": None, "win_rate": None, "definition": IMPROVEMENT_PAPER, "note": NO_PAPER_BASELINE}
+    note = None if paper_baseline["n_games"] else \
+        "the overall_inc_none row has no group baseline (no game with a known block 1)"
+    return {**{key: _minus(with_expl[key], paper_baseline[key]) for key in ("score", "win_rate")},
+            "definition": IMPROVEMENT_PAPER, **({"note": note} if note else {})}
+
+
 def within_participants(games: pd.DataFrame) -> dict:
     """The mean over participants of their own with- minus no-explanation win rate and score (only
-    participants who played both), with t CIs and the paired t-test: each participant is their own control."""
+    participants who played both), with t CIs and the paired sign-flip test (stats.mean_test): each participant
+    is their own control."""
     means = games.groupby(["cluster", "shows"])[["won", "score"]].mean().unstack("shows")
     if ("won", 1.0) not in means.columns or ("won", 0.0) not in means.columns:
         return {"n_participants": 0, "win_rate": None, "win_rate_ci": None, "score": None, "score_ci": None,
-                "p_value": None, "test": PAIRED}
+                "p_value": None, "test": PAIRED, "definition": WITHIN_PARTICIPANTS}
     means = means.dropna(subset=[("won", 1.0), ("won", 0.0)])
     win = mean_test(means[("won", 1.0)] - means[("won", 0.0)])
     score = mean_test(means[("score", 1.0)] - means[("score", 0.0)])
     return {"n_participants": int(len(means)), "win_rate": win["mean"], "win_rate_ci": win["ci"],
-            "score": score["mean"], "score_ci": score["ci"], "p_value": win["p_value"], "test": PAIRED}
+            "score": score["mean"], "score_ci": score["ci"], "p_value": win["p_value"], "test": PAIRED,
+            "definition": WITHIN_PARTICIPANTS, **({"note": win["note"]} if "note" in win else {})}
 
 
 def _minus(a, b):
@@ -131,7 +164,10 @@ def controlled(frames: Frames) -> dict:
     expl_arms, control_arms = arms_of(games)     # sham arms last (paper_order)
     sham_arms = [arm for arm in expl_arms if sham(arm)]
     real_arms = [arm for arm in expl_arms if arm not in sham_arms]
-    rows = [row(arm, games[games["arm"] == arm]) for arm in expl_arms]
+    inc_none = games[~games["arm"].isin(sham_arms)] if real_arms or control_arms else None
+    # the paper's one baseline for every row's "Overall Improv": the overall_inc_none row's block 1
+    paper_baseline = cell(inc_none[inc_none["block"] == 1]) if inc_none is not None else None
+    rows = [row(arm, games[games["arm"] == arm], paper_baseline) for arm in expl_arms]
     notes = []
     if not expl_arms:
         notes.append("no arm shows explanations: Table 1 has no rows but overall_inc_none")
@@ -139,13 +175,13 @@ def controlled(frames: Frames) -> dict:
         notes.append("no arm shows real explanations: Table 1 has only the sham arms' rows (and overall_inc_none "
                      "when there is an arm without explanations)")
     else:
-        rows.append(row(OVERALL, games[games["arm"].isin(real_arms)]))
+        rows.append(row(OVERALL, games[games["arm"].isin(real_arms)], paper_baseline))
     if not control_arms:
         notes.append("no arm without explanations (WithoutExpl group): overall_inc_none equals overall")
     if sham_arms:
         notes.append(f"sham arms ({', '.join(sham_arms)}) have their own rows and are in neither overall row")
-    if real_arms or control_arms:
-        rows.append(row(OVERALL_INC_NONE, games[~games["arm"].isin(sham_arms)]))
+    if inc_none is not None:
+        rows.append(row(OVERALL_INC_NONE, inc_none, paper_baseline))
     blocks = sorted(int(b) for b in games["block"].dropna().unique())
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
             "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,

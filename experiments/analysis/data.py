@@ -1,6 +1,7 @@
 """The input of `exag analyze`: the tables `exag export` writes, read from wherever they are.
 
     tables = load_tables("export/")                 # an export directory: CSV, Parquet or JSONL
+    tables = load_tables("results/sim")             # what `exag simulate --out results/sim` wrote: its export/
     tables = load_tables("data/server")             # a server data directory: its Redis, exported on the fly
     tables = load_tables("redis://host:6379/0")     # a running Redis (redis://, rediss:// or unix://)
 
@@ -22,6 +23,7 @@ import pandas as pd
 
 FORMATS = ("parquet", "jsonl", "csv")        # tried in this order when a directory holds several
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
+SIMULATION_EXPORT = "export"     # `exag simulate --out DIR` writes DIR/export/ and DIR/summary.json (server/simulate)
 
 # What the analysis reads from each table, and what is lost without it (the note says so).
 COLUMNS: dict[str, dict[str, str]] = {
@@ -217,10 +219,17 @@ def load_tables(source: str | Path, studies: list[str] | None = None) -> Tables:
                                 "directory (data/server) or --redis-url URL")
         if not path.is_dir():
             raise AnalysisError(f"{path} is not a directory: pass the directory `exag export --out` wrote")
-        if (path / "redis").is_dir() and not _export_files(path, "games"):
-            tables = _from_server_dir(path)
-        else:
+        if _export_files(path, "games"):
             tables = _from_export_dir(path)
+        elif (path / "redis").is_dir():
+            tables = _from_server_dir(path)
+        elif _export_files(path / SIMULATION_EXPORT, "games"):
+            tables = _from_export_dir(path / SIMULATION_EXPORT)
+        else:
+            raise AnalysisError(f"{path} has no games table (games.csv / games.parquet / games.jsonl), nor has "
+                                f"{path / SIMULATION_EXPORT}: pass the directory `exag export --out DIR` wrote, the "
+                                "one `exag simulate --out DIR` wrote, a server data directory (data/server) or "
+                                "--redis-url URL")
     return tables.only(studies)
 
 
@@ -229,11 +238,8 @@ def _export_files(directory: Path, name: str) -> list[Path]:
 
 
 def _from_export_dir(directory: Path) -> Tables:
+    """The tables of a directory that holds a games table (load_tables checked)."""
     games = _export_files(directory, "games")
-    if not games:
-        hint = " (it holds a redis/ directory with no data)" if (directory / "redis").is_dir() else ""
-        raise AnalysisError(f"{directory} has no games table (games.csv / games.parquet / games.jsonl){hint}: "
-                            "pass the directory `exag export --out DIR` wrote")
     fmt = games[0].suffix[1:]
     notes = []
     if len(games) > 1:

@@ -1,6 +1,9 @@
 """The paper's Figures 5-10 drawn from a report dict (report.py's docstring is the shape it reads):
 nothing is computed here beyond picking the report's numbers. Error bars are the report's 95% intervals
-and every point is annotated with the number of ratings, items or games behind it.
+("ci": in Figs. 7-10 the participant bootstrap's, never narrower than Wilson's), every point is annotated
+with the number of ratings, items or games behind it, and each caption says which interval and which test
+its figure shows. Figs. 6-10 draw one row of panels per study kind when the report keeps the kinds apart
+(kinds.py), so at-will and controlled games are never drawn as one.
 
     paths = draw_figures(report, "report/figures")      # fig5_adoption.png, fig5_adoption.svg, ...
     text = caption("fig7_win_by_helpfulness", report)    # what a figure shows, for the HTML report
@@ -17,7 +20,10 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .bootstrap import METHOD as BOOTSTRAP
+from .correctness import POST_HOC
 from .frames import sham
+from .points import INTERVAL, TEST_VS_BASELINE
 
 FIGURES = ("fig5_adoption", "fig6_ratings", "fig7_win_by_helpfulness", "fig8_difficulty_by_rating",
            "fig9_win_by_correctness", "fig10_answer_correctness")
@@ -74,7 +80,13 @@ def _label(text) -> str:
 def _fmt_p(p) -> str:
     if p is None:
         return "n/a"
-    return "< 0.0001" if p < 1e-4 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def _p_is(p) -> str:
+    """'p = 0.012', 'p < 0.0001' or 'p n/a'."""
+    text = _fmt_p(p)
+    return f"p {text}" if text.startswith("<") or text == "n/a" else f"p = {text}"
 
 
 def _n_range(points: list[dict], key: str = "n_games") -> str:
@@ -203,11 +215,64 @@ def fig5_adoption(report: dict) -> Figure:
                                textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
         _categories(halves_ax, ["first half", "second half"])
         _percent_axis(halves_ax, "games with explanations")
-        _corner(halves_ax, f"p = {_fmt_p(adoption.get('p_value'))} (z-test)\n"
-                           f"p = {_fmt_p(adoption.get('p_value_clustered'))} (participant-clustered)")
+        _corner(halves_ax, f"{_p_is(adoption.get('p_value'))} (z-test)\n"
+                           f"{_p_is(adoption.get('p_value_clustered'))} (participant-clustered)")
     else:
         _no_data(halves_ax, "no at-will games")
     return figure
+
+
+# --- Figs. 6-10: a row of panels per study kind ----------------------------------------------------------
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+SIGNIFICANT = 0.05                # a point marked * differs from its baseline at this level (Holm-corrected)
+
+
+def scopes(report: dict, key: str) -> list[tuple[str | None, object]]:
+    """A section of Figs. 6-10 as (kind, section) pairs: one per study kind where the report keeps the kinds
+    apart (kinds.py: {"by_kind": {kind: section}}), else [(None, the section)]."""
+    section = _section(report, key)
+    by_kind = section.get("by_kind") if isinstance(section, dict) else None
+    if isinstance(by_kind, dict) and by_kind:
+        return list(by_kind.items())
+    return [(None, section)]
+
+
+def _rows(scoped: list, panels_of) -> tuple[Figure, list[list]]:
+    """A figure with one row of panels per scope, as wide as the widest row; the unused places left empty
+    (their axes removed, so the layout engine has nothing to place there)."""
+    counts = [max(1, panels_of(section)) for _, section in scoped]
+    width = max(counts)
+    figure, axes = _figure(width, rows=len(scoped))
+    grid = [axes[r * width:(r + 1) * width] for r in range(len(scoped))]
+    for row, n in zip(grid, counts):
+        for ax in row[n:]:
+            figure.delaxes(ax)
+    return figure, [row[:n] for row, n in zip(grid, counts)]
+
+
+def _title(ax, letters, kind: str | None, title: str) -> None:
+    _panel_title(ax, next(letters), f"{kind}: {title}" if kind else title)
+
+
+def _usable(section) -> bool:
+    return isinstance(section, dict) and not section.get("missing")
+
+
+def _stars(ax, points: list[dict], ykey: str, offset: float = 0.0, color: str = "#000000") -> None:
+    """A * beside each point whose Holm-corrected test against the baseline is below SIGNIFICANT."""
+    for i, p in enumerate(points):
+        q = p.get("p_value_vs_baseline_holm")
+        if p.get(ykey) is not None and isinstance(q, (int, float)) and q < SIGNIFICANT:
+            ax.annotate("*", (i + offset, p[ykey]), textcoords="offset points", xytext=(7, -4), fontsize=11,
+                        color=color, fontweight="bold")
+
+
+def _trend_text(trend, what: str = "trend") -> str:
+    if not isinstance(trend, dict) or trend.get("odds_ratio") is None:
+        return f"{what}: no clustered test" + (f" ({trend['note']})" if isinstance(trend, dict) and
+                                               trend.get("note") else "")
+    return f"{what}: OR {trend['odds_ratio']:.2f} per step, {_p_is(trend.get('p_value'))} (clustered)"
 
 
 def _histogram(ax, hists: dict, title: str, letter: str) -> None:
@@ -238,26 +303,29 @@ def _histogram(ax, hists: dict, title: str, letter: str) -> None:
 
 
 def fig6_ratings(report: dict) -> Figure:
-    figure, axes = _figure(3)
-    hist = _section(report, "rating_histograms")
-    reason = missing(hist, "rating histograms")
-    if reason:
-        for ax, (letter, title) in zip(axes, (("a", "helpfulness (players)"), ("b", "explanation correctness"),
-                                              ("c", "answer correctness"))):
-            _panel_title(ax, letter, title)
-            _no_data(ax, reason)
-        return figure
-    helpfulness = {mode_name(m): h for m, h in (hist.get("helpfulness") or {}).items()}
-    _histogram(axes[0], helpfulness, "helpfulness (players)", "a")
-    expl = hist.get("explanation_correctness") or {}
-    _histogram(axes[1], {f"{source}, {mode_name(k)}": v
-                         for source in ("automatic", "raters") if isinstance(expl.get(source), dict)
-                         for k, v in expl[source].items() if k == "overall"} or
-               {source: expl.get(source) for source in ("automatic", "raters") if expl.get(source) is not None},
-               "explanation correctness", "b")
-    answer = hist.get("answer_correctness") or {}
-    _histogram(axes[2], {source: answer.get(source) for source in ("automatic", "raters")
-                         if answer.get(source) is not None}, "answer correctness", "c")
+    scoped = scopes(report, "rating_histograms")
+    figure, grid = _rows(scoped, lambda section: 3)
+    letters = iter(LETTERS)
+    titles = ("helpfulness (players)", "explanation correctness", "answer correctness")
+    for (kind, hist), axes in zip(scoped, grid):
+        named = [f"{kind}: {t}" if kind else t for t in titles]
+        reason = missing(hist, "rating histograms")
+        if reason:
+            for ax, title in zip(axes, named):
+                _panel_title(ax, next(letters), title)
+                _no_data(ax, reason)
+            continue
+        helpfulness = {mode_name(m): h for m, h in (hist.get("helpfulness") or {}).items()}
+        _histogram(axes[0], helpfulness, named[0], next(letters))
+        expl = hist.get("explanation_correctness") or {}
+        _histogram(axes[1], {f"{source}, {mode_name(k)}": v
+                             for source in ("automatic", "raters") if isinstance(expl.get(source), dict)
+                             for k, v in expl[source].items() if k == "overall"} or
+                   {source: expl.get(source) for source in ("automatic", "raters") if expl.get(source) is not None},
+                   named[1], next(letters))
+        answer = hist.get("answer_correctness") or {}
+        _histogram(axes[2], {source: answer.get(source) for source in ("automatic", "raters")
+                             if answer.get(source) is not None}, named[2], next(letters))
     return figure
 
 
@@ -266,105 +334,167 @@ def _modes(points: dict) -> list[str]:
     return sorted(points, key=lambda m: m not in ("overall", "overall_inc_none"))
 
 
+def _points_of(section) -> dict:
+    return (section.get("points") or {}) if _usable(section) else {}
+
+
 def fig7_win_by_helpfulness(report: dict) -> Figure:
-    section = _section(report, "by_helpfulness")
-    reason = missing(section, "win rates by helpfulness")
-    points = (section or {}).get("points") or {} if not reason else {}
-    modes = _modes(points) or ["overall"]
-    figure, axes = _figure(len(modes))
-    for i, (ax, mode) in enumerate(zip(axes, modes)):
-        _panel_title(ax, "abcdefghij"[i], mode_name(mode))
-        mine = points.get(mode) or []
-        if reason or not _errorbars(ax, mine, "win_rate", color=COLORS[0], label="win rate by rating", nkey="n",
-                                    nlabel="n="):
-            _no_data(ax, reason or "no rated rounds with explanations")
-            continue
-        _baseline(ax, (section.get("baseline") or {}).get(mode), "no-expl. baseline")
-        _categories(ax, [p.get("rating") for p in mine])
-        _percent_axis(ax, "win rate")
-        ax.set_xlabel("helpfulness rating of the round", fontsize=8)
-        ax.legend(fontsize=6.5, loc="lower left")
+    scoped = scopes(report, "by_helpfulness")
+    figure, grid = _rows(scoped, lambda section: len(_modes(_points_of(section))))
+    letters = iter(LETTERS)
+    for (kind, section), axes in zip(scoped, grid):
+        reason = missing(section, "win rates by helpfulness")
+        points = _points_of(section)
+        for ax, mode in zip(axes, _modes(points) or ["overall"]):
+            _title(ax, letters, kind, mode_name(mode))
+            mine = points.get(mode) or []
+            if reason or not _errorbars(ax, mine, "win_rate", color=COLORS[0], label="win rate by rating", nkey="n",
+                                        nlabel="n="):
+                _no_data(ax, reason or "no rated rounds with explanations")
+                continue
+            _baseline(ax, (section.get("baseline") or {}).get(mode), "no-expl. baseline")
+            _stars(ax, mine, "win_rate")
+            _categories(ax, [p.get("rating") for p in mine])
+            _percent_axis(ax, "win rate")
+            ax.set_xlabel(f"helpfulness rating of the round\n{_trend_text((section.get('trend') or {}).get(mode))}",
+                          fontsize=7.5)
+            ax.legend(fontsize=6.5, loc="lower left")
     return figure
 
 
+def _won_lost_panel(ax, data) -> None:
+    """Fig. 8's last panel: mean difficulty of won and lost games, without and with explanations."""
+    reason = missing(data, "difficulty of won and lost games")
+    cells = (data or {}).get("cells") or {} if not reason else {}
+    exposures = ("without_explanations", "with_explanations")
+    drawn = False
+    for j, outcome in enumerate(("won", "lost")):
+        points = [dict((cells.get(e) or {}).get(outcome) or {}) for e in exposures]
+        drawn |= _errorbars(ax, points, "mean_difficulty", color=COLORS[3 + j], label=f"{outcome} games",
+                            offset=(j - 0.5) * 0.16, nkey="n_games", nlabel="n=", line=False)
+    if not drawn:
+        _no_data(ax, reason or "no games with a known set difficulty")
+        return
+    _categories(ax, ["no expl.", "with expl."])
+    ax.set_ylabel("mean set difficulty (lower = harder)", fontsize=8)
+    ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
+    ax.legend(fontsize=6.5, loc="best")
+    interaction = data.get("interaction") or {}
+    _corner(ax, f"difficulty x explanations: {_p_is(interaction.get('p_value'))} (clustered)")
+
+
+def _fig8_panels(section) -> int:
+    return len(_modes(_points_of(section)) or ["overall"]) + 1
+
+
 def fig8_difficulty_by_rating(report: dict) -> Figure:
-    section = _section(report, "difficulty_by_rating")
-    reason = missing(section, "difficulty by rating")
-    points = (section or {}).get("points") or {} if not reason else {}
-    modes = _modes(points) or ["overall"]
-    figure, axes = _figure(len(modes), sharey=True)
-    for i, (ax, mode) in enumerate(zip(axes, modes)):
-        _panel_title(ax, "abcdefghij"[i], mode_name(mode))
-        mine = points.get(mode) or []
-        if reason or not _errorbars(ax, mine, "mean_difficulty", color=COLORS[2], nkey="n", nlabel="n="):
-            _no_data(ax, reason or "no rated rounds with a known set difficulty")
-            continue
-        _categories(ax, [p.get("rating") for p in mine])
-        ax.set_ylabel("mean set difficulty", fontsize=9)
-        ax.set_xlabel("helpfulness rating of the round", fontsize=8)
-        ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
-        corr = ((section.get("correlation") or {}).get(mode) or {})
-        if corr.get("spearman") is not None:
-            _corner(ax, f"Spearman {corr['spearman']:.2f}, p = {_fmt_p(corr.get('spearman_p'))}")
+    scoped = scopes(report, "difficulty_by_rating")
+    figure, grid = _rows(scoped, _fig8_panels)
+    letters = iter(LETTERS)
+    for (kind, section), axes in zip(scoped, grid):
+        reason = missing(section, "difficulty by rating")
+        points = _points_of(section)
+        for ax, mode in zip(axes, _modes(points) or ["overall"]):
+            _title(ax, letters, kind, mode_name(mode))
+            mine = points.get(mode) or []
+            if reason or not _errorbars(ax, mine, "mean_difficulty", color=COLORS[2], nkey="n", nlabel="n="):
+                _no_data(ax, reason or "no rated rounds with a known set difficulty")
+                continue
+            _categories(ax, [p.get("rating") for p in mine])
+            ax.set_ylabel("mean set difficulty", fontsize=9)
+            ax.set_xlabel("helpfulness rating of the round", fontsize=8)
+            ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
+            corr = ((section.get("correlation") or {}).get(mode) or {})
+            trend = ((section.get("trend") or {}).get(mode) or {})
+            lines = []
+            if corr.get("spearman") is not None:
+                lines.append(f"Spearman {corr['spearman']:.2f}, {_p_is(corr.get('spearman_p'))} (ratings)")
+            if trend.get("slope_per_step") is not None:
+                ci = trend.get("ci_bootstrap")
+                lines.append(f"slope {trend['slope_per_step']:+.3f}/step" +
+                             (f" [{ci[0]:+.3f}, {ci[1]:+.3f}] (participant bootstrap)" if ci else ""))
+            if lines:
+                _corner(ax, "\n".join(lines))
+        _title(axes[-1], letters, kind, "won vs lost games")
+        _won_lost_panel(axes[-1], (section or {}).get("won_vs_lost") if isinstance(section, dict) else None)
     return figure
 
 
 def fig9_win_by_correctness(report: dict) -> Figure:
-    figure, axes = _figure(2)
-    section = _section(report, "by_correctness")
-    top = missing(section, "win rates by correctness")
-    for i, (ax, source, title) in enumerate(zip(axes, ("raters", "automatic"),
-                                                ("rated by independent raters", "graded automatically"))):
-        _panel_title(ax, "ab"[i], f"explanation correctness, {title}")
-        data = None if top else section.get(source)
-        reason = top or missing(data, f"{source} correctness")
-        by = (data or {}).get("points") or {} if not reason else {}
-        drawn = False
-        for j, name in enumerate(_modes(by)):
-            drawn |= _errorbars(ax, by[name], "win_rate", color=COLORS[j % len(COLORS)],
-                                label=f"{mode_name(name)} (n={_n_range(by[name], 'n')} per point)",
-                                offset=(j - (len(by) - 1) / 2) * 0.1, nkey="n" if name == "overall" else None,
-                                nlabel="n=", n_on_top=True, linewidth=2.2 if name == "overall" else 1.0)
-        if not drawn:
-            _no_data(ax, reason or "no rated explanations of the secret image")
-            continue
-        _categories(ax, [p.get("rating") for p in max(by.values(), key=len)])
-        _percent_axis(ax, "win rate")
-        ax.set_xlabel("explanation correctness", fontsize=8)
-        ax.legend(fontsize=6.5, loc="lower left")
-    kappa = (section or {}).get("agreement") if not top else None
-    if isinstance(kappa, dict) and kappa.get("weighted_kappa") is not None:
-        figure.suptitle(f"raters vs automatic: weighted kappa {kappa['weighted_kappa']:.2f} "
-                        f"(n={kappa.get('n_items', 0)} items)", fontsize=9)
+    scoped = scopes(report, "by_correctness")
+    figure, grid = _rows(scoped, lambda section: 2)
+    letters = iter(LETTERS)
+    for (kind, section), axes in zip(scoped, grid):
+        top = missing(section, "win rates by correctness")
+        for ax, source, title in zip(axes, ("raters", "automatic"), ("by independent raters", "graded automatically")):
+            _title(ax, letters, kind, f"correctness {title}")
+            data = None if top else section.get(source)
+            reason = top or missing(data, f"{source} correctness")
+            by = (data or {}).get("points") or {} if not reason else {}
+            drawn = False
+            for j, name in enumerate(_modes(by)):
+                offset = (j - (len(by) - 1) / 2) * 0.1
+                drawn |= _errorbars(ax, by[name], "win_rate", color=COLORS[j % len(COLORS)],
+                                    label=f"{mode_name(name)} (n={_n_range(by[name], 'n')} per point)",
+                                    offset=offset, nkey="n" if name == "overall" else None,
+                                    nlabel="n=", n_on_top=True, linewidth=2.2 if name == "overall" else 1.0)
+                if name == "overall":
+                    _stars(ax, by[name], "win_rate", offset)
+            if not drawn:
+                _no_data(ax, reason or "no rated explanations of the secret image")
+                continue
+            _baseline(ax, data.get("baseline"), "adjusted no-expl. baseline")
+            _categories(ax, [p.get("rating") for p in max(by.values(), key=len)])
+            _percent_axis(ax, "win rate")
+            ax.set_xlabel(f"explanation correctness\n{_trend_text(data.get('trend'), 'overall trend')}", fontsize=7.5)
+            ax.legend(fontsize=6.5, loc="lower left")
+    kappas = [(kind, section.get("agreement")) for kind, section in scoped if _usable(section)]
+    text = "\n".join(f"{kind + ': ' if kind else ''}raters vs automatic: weighted kappa {k['weighted_kappa']:.2f} "
+                     f"(n={k.get('n_items', 0)} items)" for kind, k in kappas
+                     if isinstance(k, dict) and k.get("weighted_kappa") is not None)
+    if text:
+        figure.suptitle(text, fontsize=9)
     return figure
 
 
+def _fig10_text(data: dict) -> str:
+    lines = [f"adjusted: {_p_is(data.get('p_value'))} (games), {_fmt_p(data.get('p_value_clustered'))} (clustered)"]
+    low = data.get("low_correctness") or {}
+    if low:
+        interaction = low.get("interaction") or {}
+        lines.append(f"answers mostly wrong (exploratory): {_p_is(low.get('p_value_clustered'))} (clustered),\n"
+                     f"interaction with low correctness: {_p_is(interaction.get('p_value'))} (clustered)")
+    return "\n".join(lines)
+
+
 def fig10_answer_correctness(report: dict) -> Figure:
-    figure, axes = _figure(2)
-    section = _section(report, "answer_correctness")
-    top = missing(section, "win rates by answer correctness")
-    bins = [b.get("bin") for b in (section or {}).get("bins") or []] if not top else []
-    for i, (ax, source) in enumerate(zip(axes, ("automatic", "raters"))):
-        _panel_title(ax, "ab"[i], f"'on point' by {'automatic grades' if source == 'automatic' else 'the raters'}")
-        data = None if top else section.get(source)
-        reason = top or missing(data, f"{source} answer correctness")
-        groups = (data or {}).get("points") or {} if not reason else {}
-        drawn = False
-        for j, (group, points) in enumerate(groups.items()):
-            by_bin = {p.get("bin"): p for p in points}
-            ordered = [by_bin.get(b, {"bin": b}) for b in bins] if bins else points
-            drawn |= _errorbars(ax, ordered, "win_rate", color=COLORS[j % len(COLORS)],
-                                label=f"{GROUP_NAMES.get(group, group)} "
-                                      f"(n={((data.get('n_games') or {}).get(group)) or 0} games)",
-                                offset=(j - 0.5) * 0.1)
-        if not drawn:
-            _no_data(ax, reason or "no games in either group")
-            continue
-        _categories(ax, bins or [p.get("bin") for p in next(iter(groups.values()))])
-        _percent_axis(ax, "win rate")
-        ax.set_xlabel(f"{section.get('answer_measure') or 'mean answer correctness'}", fontsize=7.5, wrap=True)
-        _corner(ax, f"p = {_fmt_p(data.get('p_value'))} (games), {_fmt_p(data.get('p_value_clustered'))} (clustered)")
-        ax.legend(fontsize=6.5, loc="upper left")
+    scoped = scopes(report, "answer_correctness")
+    figure, grid = _rows(scoped, lambda section: 2)
+    letters = iter(LETTERS)
+    for (kind, section), axes in zip(scoped, grid):
+        top = missing(section, "win rates by answer correctness")
+        bins = [b.get("bin") for b in (section or {}).get("bins") or []] if not top else []
+        for ax, source in zip(axes, ("automatic", "raters")):
+            _title(ax, letters, kind, f"'on point' by {'automatic grades' if source == 'automatic' else 'the raters'}")
+            data = None if top else section.get(source)
+            reason = top or missing(data, f"{source} answer correctness")
+            groups = (data or {}).get("points") or {} if not reason else {}
+            drawn = False
+            for j, (group, points) in enumerate(groups.items()):
+                by_bin = {p.get("bin"): p for p in points}
+                ordered = [by_bin.get(b, {"bin": b}) for b in bins] if bins else points
+                drawn |= _errorbars(ax, ordered, "win_rate", color=COLORS[j % len(COLORS)],
+                                    label=f"{GROUP_NAMES.get(group, group)} "
+                                          f"(n={((data.get('n_games') or {}).get(group)) or 0} games)",
+                                    offset=(j - 0.5) * 0.1)
+            if not drawn:
+                _no_data(ax, reason or "no games in either group")
+                continue
+            _categories(ax, bins or [p.get("bin") for p in next(iter(groups.values()))])
+            _percent_axis(ax, "win rate")
+            ax.set_xlabel(f"the game's mean answer correctness\n"
+                          f"{_fig10_text(data)}", fontsize=7)
+            ax.legend(fontsize=6.5, loc="upper left")
     return figure
 
 
@@ -425,84 +555,143 @@ def _caption5(report: dict) -> str:
             f"({adoption.get('n_participants', 0)} participants)." + _sentence("Order", adoption.get("ordering")))
 
 
+def _scoped(report: dict, key: str, what: str, details) -> str:
+    """The per-kind part of a caption of Figs. 6-10: details(section) per kind, or why there is none."""
+    scoped = scopes(report, key)
+    parts = []
+    for kind, section in scoped:
+        reason = missing(section, what)
+        text = f"No data yet: {str(reason).rstrip('.')}." if reason else details(section)
+        parts.append(f"{kind.capitalize()} studies (row {len(parts) + 1}): {text}" if kind else text)
+    apart = ("Controlled and at-will studies are drawn in separate rows, never pooled. " if len(scoped) > 1 else "")
+    return apart + " ".join(parts)
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _method(report: dict, key: str, field: str, default: str) -> str:
+    """A method's description as the report states it (the first kind that has one), else `default`."""
+    for _, section in scopes(report, key):
+        if isinstance(section, dict) and section.get(field):
+            return str(section[field]).rstrip(".")
+    return default
+
+
 def _caption6(report: dict) -> str:
-    hist = _section(report, "rating_histograms")
     base = ("Fig. 6. Histograms of the ratings: (a) the players' helpfulness ratings of rounds with explanations, "
             "per mode; (b) explanation correctness of the secret image's explanations, graded automatically and "
             "by independent raters; (c) answer correctness, automatic and by raters. Bars are shares; the number "
             "above each bar is its count.")
-    reason = missing(hist, "rating histograms")
-    if reason:
-        return f"{base} No data yet: {reason}."
-    counts = {mode_name(m): sum(b.get("count") or 0 for b in h) for m, h in (hist.get("helpfulness") or {}).items()
-              if isinstance(h, list)}
-    return f"{base} Ratings per mode: {', '.join(f'{k} {v}' for k, v in counts.items()) or 'none'}." + \
-        _sentence("Counted", hist.get("unit"))
+
+    def details(hist: dict) -> str:
+        counts = {mode_name(m): sum(b.get("count") or 0 for b in h)
+                  for m, h in (hist.get("helpfulness") or {}).items() if isinstance(h, list)}
+        return (f"Ratings per mode: {', '.join(f'{k} {v}' for k, v in counts.items()) or 'none'}." +
+                _sentence("Counted", hist.get("unit")))
+    return f"{base} {_scoped(report, 'rating_histograms', 'rating histograms', details)}"
 
 
 def _caption7(report: dict) -> str:
-    section = _section(report, "by_helpfulness")
+    key = "by_helpfulness"
     base = ("Fig. 7. Win rate by the helpfulness rating the player gave a round with explanations, overall and per "
-            "mode; the dashed line is the win rate of the same participants' games without explanations (band: its "
-            "95% CI). Error bars: Wilson 95% CIs; the label on each point is the number of ratings behind it.")
-    reason = missing(section, "win rates by helpfulness")
-    if reason:
-        return f"{base} No data yet: {reason}."
-    points = section.get("points") or {}
-    return (f"{base} Ratings per point: {_points_n(points, 'n')}; games per point: {_points_n(points, 'n_games')}."
-            + _sentence("Unit", section.get("unit")) + _sentence("Baseline", section.get("baseline_definition")))
+            "mode; the dashed line is the win rate of the same arms' games without explanations (band: its "
+            f"interval). Error bars: {_method(report, key, 'interval', INTERVAL)}. One trend test per panel "
+            f"(under its axis): {_method(report, key, 'trend_test', 'participant-clustered logistic regression')}. "
+            f"A point marked * differs from the baseline at {SIGNIFICANT:.0%} by "
+            f"{_method(report, key, 'test_vs_baseline', TEST_VS_BASELINE)}. The label on each point is the number of "
+            "ratings behind it.")
+
+    def details(section: dict) -> str:
+        points = section.get("points") or {}
+        return (f"Ratings per point: {_points_n(points, 'n')}; games per point: {_points_n(points, 'n_games')}; "
+                f"participants per point: {_points_n(points, 'n_participants')}."
+                + _sentence("Unit", section.get("unit")) + _sentence("Baseline", section.get("baseline_definition")))
+    return f"{base} {_scoped(report, key, 'win rates by helpfulness', details)}"
 
 
 def _caption8(report: dict) -> str:
-    section = _section(report, "difficulty_by_rating")
-    base = ("Fig. 8. Mean difficulty of the image set by the helpfulness rating given, per mode. Error bars: 95% CIs "
-            "of the mean; the label on each point is the number of ratings behind it.")
-    reason = missing(section, "difficulty by rating")
-    if reason:
-        return f"{base} No data yet: {reason}."
-    return (f"{base} Ratings per point: {_points_n(section.get('points') or {}, 'n')}. "
-            f"Difficulty: {section.get('difficulty') or 'as exported'}.")
+    key = "difficulty_by_rating"
+    base = ("Fig. 8. Mean difficulty of the image set by the helpfulness rating given, per mode, and in the last "
+            "panel of each row the mean difficulty of won and of lost games, without and with explanations (the "
+            f"paper's difficulty analysis). Error bars: {_method(report, key, 'interval', BOOTSTRAP)}. Corners: "
+            "Spearman's rho with its p-value (ratings as independent) and the trend, "
+            f"{_method(report, key, 'trend_test', 'the slope with its participant-bootstrap interval')}; in the last "
+            "panel the test of difficulty x explanations (participant-clustered logistic regression). The label on "
+            "each point is the number of ratings (games, in the last panel) behind it.")
+
+    def details(section: dict) -> str:
+        return (f"Ratings per point: {_points_n(section.get('points') or {}, 'n')}. "
+                f"Difficulty: {section.get('difficulty') or 'as exported'}.")
+
+    def won_lost(section) -> str:
+        data = section.get("won_vs_lost") if isinstance(section, dict) else None
+        if missing(data, "won vs lost"):
+            return ""
+        cells = data.get("cells") or {}
+        n = {e: sum((c or {}).get("n_games") or 0 for c in (cells.get(e) or {}).values()) for e in cells}
+        return (f" Won vs lost: {n.get('without_explanations', 0)} games without and {n.get('with_explanations', 0)} "
+                "with explanations.")
+    scoped = _scoped(report, key, "difficulty by rating", lambda s: details(s) + won_lost(s))
+    return f"{base} {scoped}"
 
 
 def _caption9(report: dict) -> str:
-    section = _section(report, "by_correctness")
+    key = "by_correctness"
     base = ("Fig. 9. Win rate by the correctness of the secret image's explanations: (a) as rated by independent "
             "raters (consensus of three), (b) as graded automatically against the ground truth, overall and per "
-            "explainer. Error bars: Wilson 95% CIs; the label on each point is the number of explanations behind it.")
-    reason = missing(section, "win rates by correctness")
-    if reason:
-        return f"{base} No data yet: {reason}."
-    parts = []
-    for source in ("raters", "automatic"):
-        data = section.get(source)
-        why = missing(data, source)
-        per_point = "" if why else _points_n(data.get("points") or {}, "n")
-        parts.append(f"{source}: " + (f"no data yet ({why})" if why else
-                                      f"{data.get('n_items', 0)} explanations, {per_point} per point"))
-    return f"{base} {'; '.join(parts)}." + _sentence("Unit", section.get("unit"))
+            "explainer; the dashed line is the paper's adjusted baseline, the win rate of the games without "
+            f"explanations that have correctness ratings from that source. Error bars: "
+            f"{_method(report, key, 'interval', INTERVAL)}. One trend test per panel (overall, under its axis): "
+            f"{_method(report, key, 'trend_test', 'participant-clustered logistic regression')}. An overall point "
+            f"marked * differs from the baseline at {SIGNIFICANT:.0%} by "
+            f"{_method(report, key, 'test_vs_baseline', TEST_VS_BASELINE)}. The label on each point is the number of "
+            "explanations behind it.")
+
+    def details(section: dict) -> str:
+        parts = []
+        for source in ("raters", "automatic"):
+            data = section.get(source)
+            why = missing(data, source)
+            per_point = "" if why else _points_n(data.get("points") or {}, "n")
+            parts.append(f"{source}: " + (f"no data yet ({why})" if why else
+                                          f"{data.get('n_items', 0)} explanations, {per_point} per point; baseline: "
+                                          f"{data.get('baseline_definition') or 'none'}"))
+        return f"{'; '.join(parts)}." + _sentence("Unit", section.get("unit"))
+    return f"{base} {_scoped(report, key, 'win rates by correctness', details)}"
 
 
 def _caption10(report: dict) -> str:
-    section = _section(report, "answer_correctness")
+    key = "answer_correctness"
     base = ("Fig. 10. Win rate by the game's mean answer correctness, for games with at least one explanation "
             "rated above Indifferent vs games without explanations; (a) 'above Indifferent' by the automatic "
-            "grades, (b) by the raters. Error bars: Wilson 95% CIs; the label on each point is its number of games.")
-    reason = missing(section, "win rates by answer correctness")
-    if reason:
-        return f"{base} No data yet: {reason}."
-    parts = []
-    for source in ("automatic", "raters"):
-        data = section.get(source)
-        why = missing(data, source)
-        if why:
-            parts.append(f"{source}: no data yet ({why})")
-            continue
-        groups = data.get("points") or {}
-        parts.append(f"{source}: " + ", ".join(f"{GROUP_NAMES.get(g, g)} {(data.get('n_games') or {}).get(g, 0)} games "
-                                               f"({_n_range(p)} per bin)" for g, p in groups.items())
-                     + f"; p = {_fmt_p(data.get('p_value'))} ({data.get('test') or 'test'}), clustered "
-                       f"{_fmt_p(data.get('p_value_clustered'))}")
-    return f"{base} {'; '.join(parts)}." + _sentence("Answer correctness", section.get("answer_measure"))
+            f"grades, (b) by the raters. Error bars: {_method(report, key, 'interval', INTERVAL)}; the label on each "
+            "point is its number of games. Under each axis: the test adjusted for answer correctness (games as independent, "
+            "and participant-clustered), and the paper's claim itself: among games whose answers were mostly wrong, "
+            "the two groups compared and the interaction group x low correctness (both participant-clustered). "
+            f"{_upper_first(_method(report, key, 'post_hoc', POST_HOC))}.")
+
+    def details(section: dict) -> str:
+        parts = []
+        for source in ("automatic", "raters"):
+            data = section.get(source)
+            why = missing(data, source)
+            if why:
+                parts.append(f"{source}: no data yet ({why})")
+                continue
+            groups = data.get("points") or {}
+            low = data.get("low_correctness") or {}
+            parts.append(f"{source}: " + ", ".join(f"{GROUP_NAMES.get(g, g)} {(data.get('n_games') or {}).get(g, 0)} "
+                                                   f"games ({_n_range(p)} per bin)" for g, p in groups.items())
+                         + f"; {_p_is(data.get('p_value'))} ({data.get('test') or 'test'}), clustered "
+                           f"{_fmt_p(data.get('p_value_clustered'))}"
+                         + (f"; answers mostly wrong: {(low.get('explained_on_point') or {}).get('n_games', 0)} vs "
+                            f"{(low.get('without_explanations') or {}).get('n_games', 0)} games, clustered "
+                            f"{_p_is(low.get('p_value_clustered'))}, interaction "
+                            f"{_p_is((low.get('interaction') or {}).get('p_value'))}" if low else ""))
+        return f"{'; '.join(parts)}." + _sentence("Answer correctness", section.get("answer_measure"))
+    return f"{base} {_scoped(report, key, 'win rates by answer correctness', details)}"
 
 
 CAPTIONS = {"fig5_adoption": _caption5, "fig6_ratings": _caption6, "fig7_win_by_helpfulness": _caption7,

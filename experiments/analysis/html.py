@@ -14,7 +14,7 @@ import datetime
 from html import escape
 from pathlib import Path
 
-from .figures import FIGURES, caption, mode_name
+from .figures import FIGURES, caption, mode_name, scopes
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1180px;padding:0 1em;color:#222}
@@ -29,6 +29,9 @@ figcaption{font-size:13px;color:#333;margin-top:.4em;max-width:1000px}
 code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 """
 DASH = "–"
+PAPER_IMPROVEMENT = "paper's improvement: with expl − overall-inc-none group baseline"
+TABLE1_HEADERS = ["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "with − without expl.",
+                  "within participants: mean of own with − without", "p (z-test)", "p (clustered)", "participants"]
 
 
 # --- number formatting -------------------------------------------------------------------------------
@@ -108,32 +111,33 @@ def table1(controlled, paper: dict | None = None) -> str:
     rows = (controlled or {}).get("table1") or [] if not reason else []
     if not rows:
         return _why(reason or (controlled or {}).get("missing") or "no controlled games")
-    headers = ["mode", "with expl.", "no expl.", "group baseline", "improvement", "p (z-test)",
-               "p (clustered)", "participants"]
     body = []
+    paired_test = next((w["test"] for w in (r.get("improvement_within_participants") for r in rows)
+                        if isinstance(w, dict) and w.get("test")), "its method is not in the report")
     for r in rows:
-        imp = r.get("improvement") or {}
-        improvement = (f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 1, 100)} pts<br>"
-                       f"<span class=\"muted small\">{_ci(imp.get('score_ci'), False, 2)} /"
-                       f"{_ci(imp.get('win_rate_ci'))}</span>")
-        if isinstance(imp.get("odds_ratio"), (int, float)):
-            improvement += (f'<br><span class="muted small">OR {_num(imp["odds_ratio"])}'
-                            f'{_ci(imp.get("odds_ratio_ci"), False, 2)}</span>')
         note = f'<br><span class="muted small">{_e(r["note"])}</span>' if r.get("note") else ""
         body.append([f"{_e(mode_name(str(r.get('mode'))))}{note}",
                      _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
-                     _rate(r.get("group_baseline"), with_score=True), improvement, _p(r.get("p_value")),
+                     _rate(r.get("group_baseline"), with_score=True), _paper_improvement(r.get("improvement_paper")),
+                     _with_minus_without(r.get("improvement")),
+                     _within_participants(r.get("improvement_within_participants")), _p(r.get("p_value")),
                      _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
-    out = ("<p>Score / win rate [95% CI] (n games). Improvement: with minus no explanations, in points of score "
-           "and percentage points of win rate; p: the paper's two-proportion z-test (games as independent) and a "
-           "participant-clustered GEE test.</p>" + _table(headers, body))
+    out = ("<p>Score / win rate [95% CI] (n games). Three improvements, each in points of score / percentage "
+           "points of win rate: <b>the paper's improvement</b> (its “Overall Improv” column) is the row's "
+           "with-explanations figure minus the group baseline of the “overall inc. no-expl. group” row, one "
+           "baseline for every row, so it mixes showing explanations with practice; <b>with − without expl.</b> "
+           "is the row's games with explanations minus its games without (odd blocks), with its participant-"
+           "clustered interval and odds ratio; <b>within participants</b> is the mean of each participant's own with "
+           f"− without difference, with the paired test over participants ({_e(paired_test)}). p: the paper's "
+           "two-proportion z-test (games as independent) and a participant-clustered test of with vs without.</p>"
+           + _table(TABLE1_HEADERS, body))
     extra = []
     group = (controlled or {}).get("control_group") or {}
     if isinstance(group, dict) and not group.get("missing") and group.get("even_blocks"):
         extra.append(f"Control group ({_e(', '.join(group.get('arms') or []))}, never shown explanations): even "
                      f"blocks {_rate(group.get('even_blocks'))} vs odd blocks {_rate(group.get('odd_blocks'))}, "
                      f"{_p_is(group.get('p_value'))} (clustered {_p(group.get('p_value_clustered'))}); the practice "
-                     "effect the explanation arms' improvement has to beat.")
+                     "effect the explanation arms' with − without difference has to beat.")
     net = (controlled or {}).get("net_of_practice") or {}
     if isinstance(net, dict) and net.get("odds_ratio") is not None:
         extra.append(f"Net of practice (<code>{_e(net.get('model'))}</code>, {_e(net.get('method'))}): odds ratio "
@@ -145,13 +149,43 @@ def table1(controlled, paper: dict | None = None) -> str:
     paper_rows = ((paper or {}).get("controlled") or {}).get("table1") or []
     if paper_rows:
         p_body = [[_e(mode_name(r["mode"])), *(f"{_num(r[k]['score'])} / {_pct(r[k]['win_rate'], 2)}"
-                                               for k in ("with_expl", "no_expl", "group_baseline", "improvement")),
+                                               for k in ("with_expl", "no_expl", "group_baseline",
+                                                         "improvement_paper")),
                    _p(r.get("p_value"))] for r in paper_rows]
         p_info = (paper or {}).get("controlled") or {}
         out += (f"<details><summary>The paper's Table 1 (Ray et al. 2019: {_e(p_info.get('n_participants'))} workers, "
                 f"{_e(p_info.get('n_games'))} games)</summary>"
-                + _table(["mode", "with expl.", "no expl.", "group baseline", "improvement", "p"], p_body) + "</details>")
+                + _table(["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "p"], p_body)
+                + "</details>")
     return out
+
+
+def _paper_improvement(imp) -> str:
+    """The paper's "Overall Improv" of a row, to two decimals like the paper's column."""
+    imp = imp or {}
+    note = f'<br><span class="muted small">{_e(imp["note"])}</span>' if imp.get("note") else ""
+    return f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 2, 100)} pts{note}"
+
+
+def _with_minus_without(imp) -> str:
+    imp = imp or {}
+    out = (f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 1, 100)} pts<br>"
+           f"<span class=\"muted small\">{_ci(imp.get('score_ci'), False, 2)} /{_ci(imp.get('win_rate_ci'))}</span>")
+    if isinstance(imp.get("odds_ratio"), (int, float)):
+        odds = f'OR {_num(imp["odds_ratio"])}{_ci(imp.get("odds_ratio_ci"), False, 2)}'
+        out += f'<br><span class="muted small">{odds}</span>'
+    return out
+
+
+def _within_participants(within) -> str:
+    """Mean of the participants' own with - without differences, its CIs and the paired test over participants."""
+    within = within or {}
+    if not within.get("n_participants"):
+        return '<span class="muted small">no participant played both ways</span>'
+    note = f"<br>{_e(within['note'])}" if within.get("note") else ""
+    return (f"{_signed(within.get('score'))} / {_signed(within.get('win_rate'), 1, 100)} pts<br>"
+            f"<span class=\"muted small\">{_ci(within.get('score_ci'), False, 2)} /{_ci(within.get('win_rate_ci'))}"
+            f"<br>paired test {_p_is(within.get('p_value'))} (n={_e(within.get('n_participants'))}){note}</span>")
 
 
 def at_will_section(at_will) -> str:
@@ -334,11 +368,158 @@ def figures_section(report: dict, figures: list[Path]) -> str:
         path = pngs.get(name)
         if path is None or not path.exists():
             out += f"<figure><p class=\"muted\">({_e(name)} was not drawn)</p><figcaption>{_e(text)}</figcaption></figure>"
+            out += figure_numbers(name, report)
             continue
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         out += (f'<figure id="{_e(name)}"><img alt="{_e(text)}" src="data:image/png;base64,{data}">'
                 f"<figcaption>{_e(text)} <span class=\"muted\">(figures/{_e(name)}.png, .svg)</span></figcaption></figure>")
+        out += figure_numbers(name, report)
     return out
+
+
+# --- numbers beside Figs. 7-10 -------------------------------------------------------------------------
+
+def figure_numbers(name: str, report: dict) -> str:
+    """What a figure's panels only hint at, in numbers: each point's interval and Holm-corrected test against
+    its baseline (Figs. 7, 9), the difficulty of won vs lost games (Fig. 8) and the paper's claim about games
+    whose answers were mostly wrong (Fig. 10); one block per study kind where the report keeps them apart."""
+    make = FIGURE_NUMBERS.get(name)
+    if make is None:
+        return ""
+    parts = []
+    for kind, section in scopes(report, FIGURE_SECTIONS[name]):
+        body = make(section) if isinstance(section, dict) else ""
+        if body:
+            parts.append((f"<h4>{_e(kind.capitalize())} studies</h4>" if kind else "") + body)
+    return "".join(parts)
+
+
+def _pct_rate(cell) -> str:
+    """'66.7% [55.1, 76.5] (n=120, 12 participants)' for a point or baseline with its drawn interval."""
+    if not isinstance(cell, dict) or cell.get("win_rate") is None:
+        return '<span class="muted">none</span>'
+    n = cell.get("n", cell.get("n_games"))
+    who = f", {_e(cell['n_participants'])} participants" if cell.get("n_participants") is not None else ""
+    return f"{_pct(cell['win_rate'])}<span class=\"muted small\">{_ci(cell.get('ci'))} (n={_e(n)}{who})</span>"
+
+
+def _points_table(points: list[dict], baseline, label: str) -> str:
+    rows = [[_e(p.get("rating")), _pct_rate(p), _ci(p.get("ci_wilson")).strip() or DASH,
+             _p(p.get("p_value_vs_baseline_holm"))] for p in points if isinstance(p, dict)]
+    if isinstance(baseline, dict):
+        rows.append([f"<i>{_e(label)}</i>", _pct_rate(baseline), _ci(baseline.get("ci_wilson")).strip() or DASH, ""])
+    return _table(["rating", "win rate [interval drawn] (n)", "Wilson CI (rows as independent)",
+                   "p vs baseline (clustered, Holm)"], rows, 1)
+
+
+def _trend(trend) -> str:
+    if not isinstance(trend, dict) or trend.get("odds_ratio") is None:
+        why = trend.get("note") if isinstance(trend, dict) else None
+        return f"Trend: no clustered test{f' ({_e(why)})' if why else ''}."
+    return (f"Trend: odds ratio per step {_num(trend['odds_ratio'])}{_ci(trend.get('odds_ratio_ci'), False, 2)}, "
+            f"{_p_is(trend.get('p_value'))} ({_e(trend.get('n_clusters'))} participants).")
+
+
+def _fig7_numbers(section: dict) -> str:
+    if _missing(section):
+        return ""
+    out = ""
+    for mode, points in (section.get("points") or {}).items():
+        out += (f"<p><b>{_e(mode_name(mode))}</b>. {_trend((section.get('trend') or {}).get(mode))}</p>"
+                + _points_table(points, (section.get("baseline") or {}).get(mode), "baseline: games without explanations"))
+    return (f"<details><summary>Fig. 7 in numbers: each point's intervals and test</summary><p class=\"small\">"
+            f"Interval drawn: {_e(section.get('interval'))}. Test against the baseline: "
+            f"{_e(section.get('test_vs_baseline'))}.</p>{out}</details>")
+
+
+def _fig8_numbers(section: dict) -> str:
+    data = section.get("won_vs_lost")
+    if not isinstance(data, dict):
+        return ""
+    if _missing(data):
+        return "<h3>Set difficulty of won vs lost games</h3>" + _why(_missing(data))
+    cells, differences = data.get("cells") or {}, data.get("differences") or {}
+
+    def mean(cell) -> str:
+        cell = cell or {}
+        return (f"{_num(cell.get('mean_difficulty'), 3)}<span class=\"muted small\">{_ci(cell.get('ci'), False, 3)} "
+                f"(n={_e(cell.get('n_games', 0))})</span>")
+
+    def diff(d) -> str:
+        d = d or {}
+        return (f"{_signed(d.get('difference'), 3)}<span class=\"muted small\">{_ci(d.get('ci'), False, 3)}</span>, "
+                f"{_p_is(d.get('p_value'))}" if d.get("difference") is not None else DASH)
+    rows = [[_e(label), mean((cells.get(exposure) or {}).get("won")), mean((cells.get(exposure) or {}).get("lost")),
+             diff(differences.get(f"won_minus_lost_{exposure}"))]
+            for exposure, label in (("without_explanations", "without explanations"),
+                                    ("with_explanations", "with explanations"))]
+    rows.append(["<i>with − without</i>", diff(differences.get("with_minus_without_won")),
+                 diff(differences.get("with_minus_without_lost")), ""])
+    interaction = data.get("interaction") or {}
+    return ("<h3>Set difficulty of won vs lost games</h3><p>The paper's difficulty analysis: mean set difficulty "
+            f"({_e(data.get('difficulty'))}) of won and lost games, without and with explanations. Intervals: "
+            f"{_e(data.get('interval'))}; differences: {_e(data.get('test_differences'))}.</p>"
+            + _table(["games", "won", "lost", "won − lost (clustered)"], rows)
+            + f"<p>Does difficulty decide the game less with explanations? {_e(data.get('test_interaction'))}: "
+              f"odds ratio {_num(interaction.get('odds_ratio'))}{_ci(interaction.get('odds_ratio_ci'), False, 2)}, "
+              f"{_p_is(interaction.get('p_value'))}"
+            + (f" <span class=\"muted small\">({_e(interaction['note'])})</span>" if interaction.get("note") else "")
+            + ".</p>")
+
+
+def _fig9_numbers(section: dict) -> str:
+    if _missing(section):
+        return ""
+    out = ""
+    for source in ("raters", "automatic"):
+        data = section.get(source)
+        if _missing(data):
+            continue
+        out += (f"<p><b>{_e(source)}</b>, overall. {_trend(data.get('trend'))} Baseline: "
+                f"{_e(data.get('baseline_definition'))}.</p>"
+                + _points_table((data.get("points") or {}).get("overall") or [], data.get("baseline"),
+                                "adjusted baseline: games without explanations"))
+    if not out:
+        return ""
+    return (f"<details><summary>Fig. 9 in numbers: the overall points against the adjusted baseline</summary>"
+            f"<p class=\"small\">Interval drawn: {_e(section.get('interval'))}. Test against the baseline: "
+            f"{_e(section.get('test_vs_baseline'))}.</p>{out}</details>")
+
+
+def _fig10_numbers(section: dict) -> str:
+    if _missing(section):
+        return ""
+    rows = []
+    for source in ("automatic", "raters"):
+        data = section.get(source)
+        low = (data or {}).get("low_correctness") if not _missing(data) else None
+        if not isinstance(low, dict):
+            continue
+        interaction = low.get("interaction") or {}
+        rows.append([_e(f"'on point' by {source}"), _pct_rate(low.get("explained_on_point")),
+                     _pct_rate(low.get("without_explanations")),
+                     f"{_signed(low.get('difference'), 1, 100)} pts{_ci(low.get('difference_ci'))}",
+                     f"{_num(low.get('odds_ratio'))}{_ci(low.get('odds_ratio_ci'), False, 2)}",
+                     _p(low.get("p_value_clustered")),
+                     f"{_num(interaction.get('odds_ratio'))}{_ci(interaction.get('odds_ratio_ci'), False, 2)}, "
+                     f"{_p_is(interaction.get('p_value'))}"])
+    if not rows:
+        return ""
+    threshold = next((section[s]["low_correctness"].get("definition") for s in ("automatic", "raters")
+                      if isinstance((section.get(s) or {}).get("low_correctness"), dict)), "")
+    subgroup = _e(threshold[:1].upper() + threshold[1:]) if threshold else "Answers mostly wrong"
+    return ("<h3>Fig. 10's claim: games whose answers were mostly wrong (exploratory)</h3>"
+            f"<p>{subgroup}: games with at least one explanation rated above "
+            "Indifferent vs games without explanations, compared with a participant-clustered test, and the "
+            f"interaction group x low correctness over all games. <b>{_e(section.get('post_hoc'))}.</b></p>"
+            + _table(["grouping", "explained on point", "without explanations", "difference", "odds ratio",
+                      "p (clustered)", "interaction OR, p"], rows))
+
+
+FIGURE_SECTIONS = {"fig7_win_by_helpfulness": "by_helpfulness", "fig8_difficulty_by_rating": "difficulty_by_rating",
+                   "fig9_win_by_correctness": "by_correctness", "fig10_answer_correctness": "answer_correctness"}
+FIGURE_NUMBERS = {"fig7_win_by_helpfulness": _fig7_numbers, "fig8_difficulty_by_rating": _fig8_numbers,
+                  "fig9_win_by_correctness": _fig9_numbers, "fig10_answer_correctness": _fig10_numbers}
 
 
 def notes_section(notes) -> str:

@@ -4,7 +4,8 @@
 
 SHAPE (the contract the figures, tables and HTML render from; "?" marks keys that may be absent)
 
-Conventions. A rate is {"n_games": int, "win_rate": float|None, "ci": [lo, hi]|None} (Wilson 95%);
+Conventions. A rate is {"n_games": int, "win_rate": float|None, "ci": [lo, hi]|None} (Wilson 95%; in
+Figs. 7-10 "ci" is the participant bootstrap's, point_ci below);
 where the unit is not a game the count is "n" (ratings, items) and a share of games is "share" instead
 of "win_rate". Rates are fractions in [0, 1]. Every CI is 95%, [lo, hi]. Anything not computable is
 None, with a "note" (str) next to it saying why; a whole section that cannot be computed is
@@ -33,10 +34,15 @@ report = {
     "notes"?: [str]}                               # or {"table1": [], "missing": str}
     row = {"mode": arm | "overall" | "overall_inc_none", "arms": [arm],
            "with_expl": cell, "no_expl": cell, "group_baseline": cell,
-           "improvement": {"score", "win_rate", "score_ci", "win_rate_ci", "odds_ratio", "odds_ratio_ci"},
+           "improvement_paper": {"score", "win_rate", "definition": str, "note"?},   # the paper's "Overall
+                                 # Improv": with expl minus the overall_inc_none row's group baseline (all rows)
+           "improvement": {"score", "win_rate", "score_ci", "win_rate_ci", "odds_ratio", "odds_ratio_ci",
+                           "definition": str},                       # with minus no expl, this row's games
            "improvement_within_participants": {"n_participants", "win_rate", "win_rate_ci", "score", "score_ci",
-                                               "p_value", "test"},   # mean of each participant's own difference
-           "improvement_over_baseline": {"score", "win_rate"},       # with expl minus block 1
+                                               "p_value", "test", "definition": str},  # mean of each
+                                               # participant's own difference; p_value: the paired test
+                                               # over participants that "test" names
+           "improvement_over_baseline": {"score", "win_rate", "definition": str},  # with expl minus own block 1
            "p_value", "test", "p_value_clustered", "test_clustered", "p_value_score_clustered",
            "test_score_clustered", "n_participants", "note"?}
     cell = {"n_games", "win_rate", "ci", "score", "score_ci", "n_participants"}
@@ -50,33 +56,73 @@ report = {
                  "by_play": [{"play": int, "n_games", "share", "ci", "win_rate"}],
                  "trend": {"odds_ratio_per_play", "odds_ratio_ci", "p_value", "method"}, "ordering": str}}
     | {"missing": str}                             # share = {"n_games", "share", "ci"}
+  # Figs. 6-10 (by_helpfulness, difficulty_by_rating, rating_histograms, by_correctness, answer_correctness)
+  # are per study kind (kinds.py): over studies of one kind each is the shape below; where controlled and
+  # at-will studies are both analysed, each is {"by_kind": {"controlled"|"at-will"|"unknown": shape}, "note": str}
+  # and never pools the two kinds' games.
+  # Their points: "ci" is the participant-bootstrap 95% interval (bootstrap.py: participants resampled, 2,000
+  # replicates, fixed seed, percentile), widened where needed to contain the interval of rows as independent
+  # (Wilson for rates, t for means), which keep their own keys; before issue 27 "ci" was the Wilson one.
+    point_ci = {"ci", "ci_wilson" (rates) | "ci_t" (means), "ci_bootstrap": [lo, hi] | None, "n_participants"}
+    vs_baseline = {"baseline_win_rate",
+                   "p_value_vs_baseline",             # the paper's z-test, rows as independent, uncorrected:
+                                                      # kept for comparison, not for inference
+                   "p_value_vs_baseline_clustered",   # logit_clustered of the win on point vs baseline
+                   "p_value_vs_baseline_holm",        # that one Holm-corrected over the panel's points: the one shown
+                   "odds_ratio_vs_baseline", "note_vs_baseline"?}
   "by_helpfulness": {                              # Fig. 7; modes: "overall" and each controlled arm that
                                                    # shows explanations (at-will players choose: no modes)
-    "points": {mode: [{"rating": label, "score": 5..1, "n", "win_rate", "ci", "n_games",
-                       "baseline_win_rate", "p_value_vs_baseline"}]},     # 5 points, best rating first
-    "baseline": {mode: rate}, "trend": {mode: gee (per rating step up)}, "unit": str,
-    "baseline_definition": str} | {"missing"},
+    "points": {mode: [{"rating": label, "score": 5..1, "n", "win_rate", **point_ci, "n_games",
+                       **vs_baseline}]},           # 5 points, best rating first; Holm over a mode's 5 points
+    "baseline": {mode: rate + point_ci}, "trend": {mode: gee (per rating step up)}, "unit": str,
+    "baseline_definition": str, "interval": str, "test_vs_baseline": str, "test_vs_baseline_naive": str,
+    "trend_test": str} | {"missing"},
   "difficulty_by_rating": {                        # Fig. 8
-    "points": {mode: [{"rating", "score", "n", "mean_difficulty", "ci"}]},
-    "correlation": {mode: corr}, "difficulty": str} | {"missing"},
+    "points": {mode: [{"rating", "score", "n", "mean_difficulty", **point_ci}]},
+    "correlation": {mode: corr},                   # ratings as independent
+    "trend": {mode: {"slope_per_step", "ci_bootstrap", "n_participants", "note"?}},  # difficulty per rating step
+    "won_vs_lost": won_lost | {"missing"},         # the paper's difficulty analysis (difficulty.py)
+    "difficulty": str, "interval": str, "correlation_test": str, "trend_test": str}
+    | {"missing", "won_vs_lost"},                  # no rated rounds: only the won vs lost analysis
+    won_lost = {"cells": {"with_explanations"|"without_explanations": {"won"|"lost": {"n_games", "mean_difficulty",
+                                                                                    **point_ci}}},
+                "differences": {"won_minus_lost_with_explanations"|"won_minus_lost_without_explanations"|
+                                "with_minus_without_won"|"with_minus_without_lost":
+                                {"difference", "ci", "p_value", "method", "n_clusters", "note"?}},   # OLS, clustered
+                "interaction": gee (won ~ difficulty per SD + explanations + difficulty_x_explanations; its term),
+                "difficulty", "interval", "test_differences", "test_interaction": str}
   "rating_histograms": {                           # Fig. 6; hist = [{"rating": label, "rank", "count", "share"}]
     "helpfulness": {mode: hist}, "helpfulness_without_explanations": {"overall"|arm: hist},
     "explanation_correctness": {"automatic": {"overall"|explainer: hist}, "raters": {...} | {"missing"}},
     "answer_correctness": {"automatic": hist, "raters": hist | {"missing"}}, "unit": str},
   "by_correctness": {                              # Fig. 9, raters and automatic side by side
     "raters": source | {"missing"}, "automatic": source | {"missing"},
-    "agreement": kappa | {"missing"}, "unit": str},
-    source = {"points": {"overall"|explainer: [{"rating": label, "rank": 0..4, "n", "win_rate", "ci", "n_games"}]},
-              "n_items": int, "trend": gee (per step toward on-point)}
+    "agreement": kappa | {"missing"}, "unit": str, "interval": str, "trend_test": str, "test_vs_baseline": str,
+    "test_vs_baseline_naive": str},
+    source = {"points": {"overall": [{"rating": label, "rank": 0..4, "n", "win_rate", **point_ci, "n_games",
+                                      **vs_baseline}],                       # sham arms left out of "overall"
+                         explainer: [{"rating", "rank", "n", "win_rate", **point_ci, "n_games"}]},
+              "n_items": int, "trend": gee (per step toward on-point, overall),
+              "baseline": rate + point_ci,         # the paper's adjusted baseline: games without explanations
+              "baseline_definition": str}          # that have correctness ratings from this source
     kappa = {"weighted_kappa", "ci", "p_value", "weights": "linear", "n_items", "exact_agreement", "note"?}
   "answer_correctness": {                          # Fig. 10
     "bins": [{"bin": "0.00-0.25", "lo", "hi"}],
     "automatic": fig10 | {"missing"}, "raters": fig10 | {"missing"},   # whose grades pick "on point"
-    "answer_measure": str, "groups": {group: str}} | {"missing"},
-    fig10 = {"points": {"explained_on_point": [{"bin", "lo", "hi", "n_games", "win_rate", "ci"}],
+    "answer_measure": str, "groups": {group: str}, "low_correctness": str, "interval": str,
+    "post_hoc": str} | {"missing"},
+    fig10 = {"points": {"explained_on_point": [{"bin", "lo", "hi", "n_games", "win_rate", **point_ci}],
                         "without_explanations": [...]},
              "n_games": {group: int}, "p_value", "odds_ratio", "odds_ratio_ci", "test",
-             "p_value_clustered", "odds_ratio_clustered", "odds_ratio_clustered_ci", "test_clustered"}
+             "p_value_clustered", "odds_ratio_clustered", "odds_ratio_clustered_ci", "test_clustered",
+             "low_correctness": {                  # the paper's claim: games whose answers were mostly wrong
+                 "threshold": 0.5, "definition": str,
+                 "explained_on_point": rate + point_ci, "without_explanations": rate + point_ci,
+                 "difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "p_value_clustered",
+                 "test", "test_clustered", "n_participants", "note"?,     # stats.compare_rates
+                 "interaction": gee + {"model", "term"},  # won ~ group + low + group x low, clustered
+                 "exploratory": true, "post_hoc": str},
+             "exploratory": true, "post_hoc": str}  # the "at least one good explanation" grouping is post hoc
   "correlations": {"automatic": {"overall"|explainer: corr} | {"missing"},
                    "raters": {...} | {"missing"}, "paper": {"relqa": 0.37, "attention": 0.33}, "measure": str},
   "agreement": {"raters": {"explanation": alpha, "answer": alpha, "n_raters"} | {"missing"},
@@ -105,8 +151,9 @@ report = {
                          "rating_histograms", "by_correctness", "answer_correctness", "correlations",
                          "agreement", "benchmarks", "notes": [str]}},
 }
-Top-level sections other than `controlled` and `at_will` pool every analysed study (of both kinds when
-both are analysed; a note says so).
+Top-level sections other than `controlled` and `at_will` pool every analysed study; those of Figs. 6-10 pool
+only studies of one kind (above: "by_kind" when both kinds are analysed), the others (correlations,
+agreement, benchmarks) pool both kinds (a note says so).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Writes an analysis report to a directory: report.json (every number, strict JSON), tables/*.csv (the
 report's tables flattened), figures/ (PNG and SVG) and report.html (one self-contained page).
 
-    write_report(analyze(load_tables("export/")), "report/")
+    written = write_report(analyze(load_tables("export/")), "report/")
+    print(format_summary(report, written))          # what `exag analyze` prints
 
 Everything is made in a temporary directory beside DIR and then renamed into place, so a crash leaves
 the previous report (or none), never half of one. Only the report's own names in DIR are replaced.
@@ -36,7 +37,7 @@ def write_json(report: dict, path: str | Path) -> Path:
 
 def _flat(row, prefix: str = "") -> dict:
     """{"with_expl": {"win_rate": .6, "ci": [.5, .7]}} -> {"with_expl.win_rate": .6, "with_expl.ci_low": .5,
-    "with_expl.ci_high": .7}; any [lo, hi] pair named *ci becomes two columns, other lists JSON text."""
+    "with_expl.ci_high": .7}; any [lo, hi] pair named *ci or ci_* becomes two columns, other lists JSON text."""
     if not isinstance(row, dict):
         return {prefix or "value": row}
     flat = {}
@@ -44,13 +45,18 @@ def _flat(row, prefix: str = "") -> dict:
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict):
             flat.update(_flat(value, name))
-        elif str(key).endswith("ci") and isinstance(value, (list, tuple)) and len(value) == 2:
+        elif _interval(key) and isinstance(value, (list, tuple)) and len(value) == 2:
             flat[f"{name}_low"], flat[f"{name}_high"] = value
         elif isinstance(value, (list, tuple)):
             flat[name] = json.dumps(json_safe(value))
         else:
             flat[name] = value
     return flat
+
+
+def _interval(key) -> bool:
+    """A [lo, hi] pair: "ci", "..._ci" and the named intervals "ci_wilson", "ci_bootstrap", "ci_t"."""
+    return str(key).endswith("ci") or str(key).startswith("ci_")
 
 
 def _usable(section) -> bool:
@@ -106,6 +112,24 @@ def _adoption_by_play(s: dict) -> list[dict]:
     return [_flat(p) for p in adoption.get("by_play") or []] if _usable(adoption) else []
 
 
+def _per_kind(name: str, rows_of):
+    """The rows of a section of Figs. 6-10; where the report keeps the study kinds apart (kinds.py:
+    {"by_kind": {kind: section}}), each kind's rows with a `kind` column (a kind without data: why)."""
+    def rows(s: dict) -> list[dict]:
+        section = s.get(name)
+        by_kind = section.get("by_kind") if isinstance(section, dict) else None
+        if not isinstance(by_kind, dict):
+            return rows_of(s)
+        out = []
+        for kind, part in by_kind.items():
+            mine = rows_of({name: part})
+            if not mine and isinstance(part, dict) and part.get("missing"):
+                mine = [{"missing": part["missing"]}]
+            out += [{"kind": kind, **r} for r in mine]
+        return out
+    return rows
+
+
 def _by_mode_points(name: str):
     def rows(s: dict) -> list[dict]:
         section = s.get(name)
@@ -133,8 +157,32 @@ def _by_correctness(s: dict) -> list[dict]:
     section = s.get("by_correctness")
     if not _usable(section):
         return []
-    return [row for source in ("raters", "automatic") if _usable(section.get(source))
-            for row in _points(section[source].get("points"), "explainer", {"source": source})]
+    rows = []
+    for source in ("raters", "automatic"):
+        data = section.get(source)
+        if not _usable(data):
+            continue
+        rows += _points(data.get("points"), "explainer", {"source": source})
+        if isinstance(data.get("baseline"), dict):
+            rows.append({"explainer": "baseline", "source": source, "rating": "games without explanations",
+                         **_flat(data["baseline"]), "baseline_definition": data.get("baseline_definition")})
+    return rows
+
+
+def _difficulty_won_lost(s: dict) -> list[dict]:
+    """Fig. 8's won vs lost games: a row per cell, per difference and for the interaction."""
+    section = s.get("difficulty_by_rating")
+    data = section.get("won_vs_lost") if isinstance(section, dict) else None
+    if not isinstance(data, dict):
+        return []
+    if data.get("missing"):
+        return [{"missing": data["missing"]}]
+    rows = [{"row": "cell", "explanations": exposure, "outcome": outcome, **_flat(cell)}
+            for exposure, cells in (data.get("cells") or {}).items() for outcome, cell in (cells or {}).items()]
+    rows += [{"row": name, **_flat(d)} for name, d in (data.get("differences") or {}).items()]
+    if isinstance(data.get("interaction"), dict):
+        rows.append({"row": "interaction difficulty x explanations", **_flat(data["interaction"])})
+    return rows
 
 
 def _answer_correctness(s: dict) -> list[dict]:
@@ -147,6 +195,25 @@ def _answer_correctness(s: dict) -> list[dict]:
         if _usable(data):
             tests = {f"test.{k}": v for k, v in _scalars(data).items()}
             rows += _points(data.get("points"), "group", {"source": source, **tests})
+    return rows
+
+
+def _answer_correctness_low(s: dict) -> list[dict]:
+    """Fig. 10's claim: games whose answers were mostly wrong, by group, their comparison and the interaction."""
+    section = s.get("answer_correctness")
+    if not _usable(section):
+        return []
+    rows = []
+    for source in ("automatic", "raters"):
+        low = (section.get(source) or {}).get("low_correctness") if _usable(section.get(source)) else None
+        if not isinstance(low, dict):
+            continue
+        groups = ("explained_on_point", "without_explanations")
+        rows += [{"source": source, "group": g, **_flat(low[g])} for g in groups if isinstance(low.get(g), dict)]
+        rows.append({"source": source, "group": " vs ".join(groups),
+                     **_scalars(low, skip=groups + ("interaction",))})
+        if isinstance(low.get("interaction"), dict):
+            rows.append({"source": source, "group": "interaction group x low correctness", **_flat(low["interaction"])})
     return rows
 
 
@@ -189,11 +256,13 @@ TABLES = {
     "explanations_used": _explanations_used,
     "adoption_halves": _adoption_halves,
     "adoption_by_play": _adoption_by_play,
-    "by_helpfulness": _by_mode_points("by_helpfulness"),
-    "difficulty_by_rating": _by_mode_points("difficulty_by_rating"),
-    "rating_histograms": _rating_histograms,
-    "by_correctness": _by_correctness,
-    "answer_correctness": _answer_correctness,
+    "by_helpfulness": _per_kind("by_helpfulness", _by_mode_points("by_helpfulness")),
+    "difficulty_by_rating": _per_kind("difficulty_by_rating", _by_mode_points("difficulty_by_rating")),
+    "difficulty_won_lost": _per_kind("difficulty_by_rating", _difficulty_won_lost),
+    "rating_histograms": _per_kind("rating_histograms", _rating_histograms),
+    "by_correctness": _per_kind("by_correctness", _by_correctness),
+    "answer_correctness": _per_kind("answer_correctness", _answer_correctness),
+    "answer_correctness_low": _per_kind("answer_correctness", _answer_correctness_low),
     "correlations": _correlations,
     "agreement": _agreement,
     "n": _n,
@@ -201,7 +270,8 @@ TABLES = {
 
 
 SECTION_OF = {"table1": "controlled", "explanations_used": "at_will", "adoption_halves": "at_will",
-              "adoption_by_play": "at_will"}     # others: the section of the table's own name
+              "adoption_by_play": "at_will", "difficulty_won_lost": "difficulty_by_rating",
+              "answer_correctness_low": "answer_correctness"}     # others: the section of the table's own name
 
 
 def table_rows(report: dict, name: str) -> list[dict]:
@@ -252,6 +322,104 @@ def _number(text: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+# --- what `exag analyze` prints ----------------------------------------------------------------------
+
+# Table 1's improvements, each under its own name (controlled.py's module doc); ASCII, for any terminal
+PRINTED_IMPROVEMENTS = (
+    ("paper's improvement", "with expl - overall-inc-none group baseline (the paper's 'Overall Improv')"),
+    ("with - without", "this row's games with explanations minus its games without"),
+    ("within participants", "the mean of each participant's own with - without; p (paired): the paired test "
+                            "over participants (report.json names it)"))
+
+
+def _printed_rate(cell: dict | None, key: str = "win_rate") -> str:
+    if not cell or cell.get(key) is None:
+        return "-"
+    ci = cell.get("ci") or [None, None]
+    interval = f" [{ci[0]:.0%}, {ci[1]:.0%}]" if None not in ci else ""
+    return f"{cell[key]:.1%}{interval} (n={cell.get('n_games', 0)})"
+
+
+def _printed_p(value) -> str:
+    return "p -" if value is None else "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
+
+
+def _percentage_points(value, digits: int = 1) -> str:
+    """A difference of rates in percentage points: '+5.5'."""
+    return "-" if value is None else f"{100 * value:+.{digits}f}"
+
+
+def _percentage_points_ci(ci) -> str:
+    return f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if isinstance(ci, list) and None not in ci else ""
+
+
+def _text_table(headers: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Plain-text columns: the first left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    return [indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            for r in [headers, *rows]]
+
+
+def _table1_lines(controlled: dict) -> list[str]:
+    """Table 1's win rates and its three improvements (percentage points), each in its own column."""
+    rows = controlled.get("table1") or []
+    if not rows:
+        return [f"Table 1: {controlled.get('missing') or 'no controlled games'}"]
+
+    def rate(cell) -> str:
+        return "-" if not cell or cell.get("win_rate") is None else f"{cell['win_rate']:.1%}"
+
+    def p(value) -> str:
+        return "-" if value is None else "<0.0001" if value < 1e-4 else f"{value:.4f}"
+    headers = ["mode", "with expl", "no expl", "group baseline", *(name for name, _ in PRINTED_IMPROVEMENTS),
+               "p (z-test)", "p (clustered)", "p (paired)"]
+    body = []
+    for r in rows:
+        paper, imp = r.get("improvement_paper") or {}, r.get("improvement") or {}
+        within = r.get("improvement_within_participants") or {}
+        body.append([str(r.get("mode")), rate(r.get("with_expl")), rate(r.get("no_expl")),
+                     rate(r.get("group_baseline")), _percentage_points(paper.get("win_rate"), 2),
+                     _percentage_points(imp.get("win_rate")), _percentage_points(within.get("win_rate")),
+                     p(r.get("p_value")), p(r.get("p_value_clustered")), p(within.get("p_value"))])
+    lines = ["Table 1, win rates (improvements in percentage points):", *_text_table(headers, body)]
+    lines += [f"  {name}: {meaning}" for name, meaning in PRINTED_IMPROVEMENTS]
+    overall = next((r for r in rows if r.get("mode") == "overall"), None)
+    if overall:
+        imp, within = overall.get("improvement") or {}, overall.get("improvement_within_participants") or {}
+        lines.append(
+            f"Table 1, overall: win rate with explanations {_printed_rate(overall.get('with_expl'))}, without "
+            f"{_printed_rate(overall.get('no_expl'))}, group baseline {_printed_rate(overall.get('group_baseline'))}; "
+            f"with - without {_percentage_points(imp.get('win_rate'))} points"
+            f"{_percentage_points_ci(imp.get('win_rate_ci'))}, {_printed_p(overall.get('p_value'))} (z-test), "
+            f"{_printed_p(overall.get('p_value_clustered'))} (clustered); within participants "
+            f"{_percentage_points(within.get('win_rate'))} points{_percentage_points_ci(within.get('win_rate_ci'))}, "
+            f"{_printed_p(within.get('p_value'))} (paired test, {within.get('n_participants', 0)} participants)")
+    return lines
+
+
+def format_summary(report: dict, written: dict) -> str:
+    """What `exag analyze` prints: the counts, Table 1 (its improvements each under its own name, the
+    within-participant paired test among them), at-will with/without explanations, what is missing and
+    where the report went (`written`: write_report's paths)."""
+    n = report.get("n") or {}
+    lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
+             f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
+    lines += _table1_lines(report.get("controlled") or {})
+    used = (report.get("at_will") or {}).get("explanations_used") or {}
+    if used.get("with") or used.get("without"):
+        lines.append(f"At-will: win rate using explanations {_printed_rate(used.get('with'))}, never using them "
+                     f"{_printed_rate(used.get('without'))}; {_printed_p(used.get('p_value'))} (z-test), "
+                     f"{_printed_p(used.get('p_value_clustered'))} (clustered)")
+    else:
+        lines.append(f"At-will: {(report.get('at_will') or {}).get('missing') or 'no at-will games'}")
+    notes = report.get("notes") or []
+    if notes:
+        lines.append(f"{len(notes)} note(s) on what is missing: see the report's 'What is missing'")
+    lines.append(f"report: {written['html']} (numbers: {written['json']}, figures: {written['figures']}, "
+                 f"tables: {written['tables']})")
+    return "\n".join(lines)
 
 
 # --- the whole report ------------------------------------------------------------------------------
