@@ -394,7 +394,7 @@ def _worker(args: argparse.Namespace) -> int:
     world = _default_world(args.world)
     return run_worker(WorkerConfig(url, world, args.data_dir, args.agent, args.device, args.threads,
                                    json.loads(args.explainer_options) if args.explainer_options else {},
-                                   BatchSettings(args.max_batch_rounds, args.max_wait_ms),
+                                   BatchSettings(args.max_batch_rounds, args.max_wait_ms, args.batch_invariant),
                                    feature_cache=args.feature_cache, warm_pool=args.warm_pool))
 
 
@@ -453,7 +453,7 @@ def _exclude_flags(text: str | None) -> frozenset[str] | None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from experiments.analysis import AnalysisError, analyze, load_tables
-    from experiments.analysis.write import write_report
+    from experiments.analysis.write import format_summary, write_report
 
     if (args.data is None) == (args.redis_url is None):
         raise ValueError("pass one of --data PATH (an `exag export` directory or a server data directory such as "
@@ -467,46 +467,8 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"exag: error: {error}", file=sys.stderr)
         return 2
     written = write_report(report, args.out, progress=True)
-    print(_analysis_summary(report, written))
+    print(format_summary(report, written))
     return 0
-
-
-def _analysis_summary(report: dict, written: dict) -> str:
-    """A few lines: Table 1's overall row, at-will with/without explanations, what is missing, where it went."""
-    def rate(cell: dict | None, key: str = "win_rate") -> str:
-        if not cell or cell.get(key) is None:
-            return "-"
-        ci = cell.get("ci") or [None, None]
-        interval = f" [{ci[0]:.0%}, {ci[1]:.0%}]" if None not in ci else ""
-        return f"{cell[key]:.1%}{interval} (n={cell.get('n_games', 0)})"
-
-    def p(value) -> str:
-        return "p -" if value is None else "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
-
-    n = report.get("n") or {}
-    lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
-             f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
-    rows = {r.get("mode"): r for r in (report.get("controlled") or {}).get("table1") or []}
-    overall = rows.get("overall")
-    if overall:
-        lines.append(f"Table 1, overall: win rate with explanations {rate(overall.get('with_expl'))}, without "
-                     f"{rate(overall.get('no_expl'))}, group baseline {rate(overall.get('group_baseline'))}; "
-                     f"{p(overall.get('p_value'))} (z-test), {p(overall.get('p_value_clustered'))} (clustered)")
-    else:
-        lines.append(f"Table 1: {(report.get('controlled') or {}).get('missing') or 'no controlled games'}")
-    used = (report.get("at_will") or {}).get("explanations_used") or {}
-    if used.get("with") or used.get("without"):
-        lines.append(f"At-will: win rate using explanations {rate(used.get('with'))}, never using them "
-                     f"{rate(used.get('without'))}; {p(used.get('p_value'))} (z-test), "
-                     f"{p(used.get('p_value_clustered'))} (clustered)")
-    else:
-        lines.append(f"At-will: {(report.get('at_will') or {}).get('missing') or 'no at-will games'}")
-    notes = report.get("notes") or []
-    if notes:
-        lines.append(f"{len(notes)} note(s) on what is missing: see the report's 'What is missing'")
-    lines.append(f"report: {written['html']} (numbers: {written['json']}, figures: {written['figures']}, "
-                 f"tables: {written['tables']})")
-    return "\n".join(lines)
 
 
 def _simulation_inputs(args: argparse.Namespace, what: str):
@@ -535,7 +497,7 @@ def _simulate(args: argparse.Namespace) -> int:
     summary = simulate(SimulationConfig(study=args.study, participants=args.participants, out=args.out,
                                         players=players, world=world, agent=args.agent, url=args.url,
                                         admin_token=token, seed=args.seed, threads=args.threads,
-                                        export_format=args.format))
+                                        export_format=args.format, explanation_weight=_assumed_weight(args)))
     print(format_summary(summary))
     print(f"export: {summary['export']} (exag analyze --data {summary['export']} --out REPORT_DIR); "
           f"summary: {args.out / 'summary.json'}")
@@ -555,9 +517,33 @@ def _simulate_power(args: argparse.Namespace) -> int:
     _seed_pool_embeddings(world, args.agent, Path("data/server"))
     report = power(PowerConfig(study=args.study, sizes=sizes, repeats=args.repeats, out=args.out, players=players,
                                world=world, agent=args.agent, seed=args.seed, processes=args.processes,
-                               threads=args.threads))
+                               threads=args.threads, explanation_weight=_assumed_weight(args)))
     print(format_power(report))
     return 1 if report["errors"] else 0
+
+
+def _assumed_weight(args: argparse.Namespace) -> float | None:
+    """--null or --explanation-weight W (not both): the assumed effect of explanations; None: the presets'."""
+    if args.null and args.explanation_weight is not None:
+        raise ValueError("--null is --explanation-weight 0: give one of them")
+    if args.explanation_weight is not None and not 0 <= args.explanation_weight < float("inf"):
+        raise ValueError(f"--explanation-weight must be a number >= 0, got {args.explanation_weight}")
+    return 0.0 if args.null else args.explanation_weight
+
+
+def _assumption_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "the assumed effect of explanations",
+        "A simulated participant's benefit from explanations is an input, not a finding: it reads each explanation "
+        "against what it sees and moves its trust in the round's answer by EXPLANATION_WEIGHT log-odds per unit of "
+        "fit (0 to 1) above 0.75. A simulation shows what the game and the analysis do under that assumption, "
+        "never whether explanations help people.")
+    group.add_argument("--explanation-weight", type=float, default=None, metavar="W",
+                       help="the same weight for every preset (default: each preset's own, careful 5, hasty 3, "
+                            "over-trusting 6, ignores-explanations 0); summary.json records it under 'assumed'")
+    group.add_argument("--null", action="store_true",
+                       help="explanations change nothing (--explanation-weight 0; participants still buy them at "
+                            "will): checks the false-positive rate of the whole pipeline end to end")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -831,8 +817,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(Figures 5-10), rater agreement, and the benchmarks beside them. Writes OUT/report.json, "
                     "OUT/report.html (self-contained), OUT/figures/ (PNG and SVG) and OUT/tables/ (CSV).")
     analyze.add_argument("--data", type=Path, default=None,
-                         help="an `exag export` directory (CSV, Parquet or JSONL) or a server data directory "
-                              "(e.g. data/server)")
+                         help="an `exag export` directory (CSV, Parquet or JSONL), the directory `exag simulate "
+                              "--out` wrote (its export/ is read) or a server data directory (e.g. data/server)")
     analyze.add_argument("--redis-url", default=None, help="read the event log from this Redis instead of --data")
     analyze.add_argument("--out", type=Path, required=True, help="directory for the report")
     analyze.add_argument("--study", action="append", default=None, metavar="ID",
@@ -862,24 +848,31 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--admin-token", default=None,
                           help="--url: the server's admin token (default: EXAG_ADMIN_TOKEN)")
     simulate.add_argument("--seed", type=int, default=0,
-                          help="seed of the participants and of the in-process server (default 0)")
+                          help="seed of the participants and of the in-process server (default 0). In-process, the "
+                               "same seed gives the same study: every exported table equal but for clock times, "
+                               "durations and the fast_games flag (server/simulate.py RUN_DEPENDENT), whatever "
+                               "--threads or the machine's load; with --url only the participants are seeded")
     simulate.add_argument("--world", type=Path, default=None, help=f"{WORLD_HELP}; with --url, the server's world")
     simulate.add_argument("--threads", type=int, default=8, metavar="T",
-                          help="participants playing at once (default 8: the worker batches their rounds)")
+                          help="participants playing at once (default 8: while one waits for its answer, the "
+                               "others think)")
     simulate.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv", help="export format")
+    _assumption_arguments(simulate)
     simulate.set_defaults(run=_simulate)
     simulate_commands = simulate.add_subparsers(dest="simulate_command", metavar="power")
     power = simulate_commands.add_parser(
         "power", help="share of simulated studies reaching p < 0.05, by number of participants",
         description="Repeats fresh simulated studies (in-process) at each number of participants and reports the "
-                    "share whose Table 1 comparison (overall and each mode; naive z-test and participant-clustered "
-                    "GEE) reaches p < 0.05, with the participants needed for 80% power. Writes OUT/power.json, "
+                    "share whose Table 1 comparison (overall and each mode; naive z-test and the analysis's "
+                    "participant-clustered test) reaches p < 0.05, with the participants needed for 80% power and "
+                    "its interval; with --null, that share is the false-positive rate. Writes OUT/power.json, "
                     "OUT/power.csv and OUT/power.png/.svg. Costs sizes x repeats whole studies.")
     power.add_argument("--study", type=Path, required=True, help="the study file (a controlled study)")
     power.add_argument("--sizes", required=True, help="numbers of participants, e.g. 10,20,40,80")
     power.add_argument("--repeats", type=int, required=True, help="simulated studies per size")
     power.add_argument("--out", type=Path, required=True, help="output directory")
     power.add_argument("--players", default=None, metavar="PRESET[=SHARE],...", help="preset mix (as exag simulate)")
+    _assumption_arguments(power)
     power.add_argument("--agent", default="default")
     power.add_argument("--world", type=Path, default=None, help=WORLD_HELP)
     power.add_argument("--seed", type=int, default=0)

@@ -70,6 +70,7 @@ class PowerConfig:
     processes: int = field(default_factory=lambda: os.cpu_count() or 1)
     threads: int = 8                             # participants at once within a process
     explainer_options: dict = field(default_factory=dict)
+    explanation_weight: float | None = None      # the assumed effect (server/simulate.py ASSUMED_EFFECT); 0: the null
     alpha: float = ALPHA
     target: float = TARGET
     progress: bool = True
@@ -109,7 +110,9 @@ def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None
 
     try:
         base = load_study(config.study)
-        server = InProcessServer(config.world, config.agent, config.seed * 1000 + number, config.explainer_options)
+        # one seed for every process: the server's draws are keyed by study (size and repeat) and participant,
+        # so a study is the same whichever process takes it from the queue
+        server = InProcessServer(config.world, config.agent, config.seed, config.explainer_options)
         with server:
             eyes = Eyes(server.pool)
             while not stop.is_set():
@@ -121,7 +124,8 @@ def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None
                 seed = int(np.random.SeedSequence([config.seed, size, repeat]).generate_state(1)[0])
                 who = members(config.players or DEFAULT_MIX, size, seed, f"n{size}r{repeat}")
                 started = time.perf_counter()
-                played = play_study(server, study, who, eyes, config.threads, on_game=lambda: results.put(("game", 1)))
+                played = play_study(server, study, who, eyes, config.threads, on_game=lambda: results.put(("game", 1)),
+                                    explanation_weight=config.explanation_weight)
                 events = server.events(study.study_id, {f"pid:{m.pid}" for m in who})
                 server.forget(study.study_id)
                 results.put(("study", {"participants": size, "repeat": repeat, "study": study.study_id,
@@ -308,7 +312,7 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
 
 def power(config: PowerConfig) -> dict:
     """Plays the studies, writes power.json, power.csv and the plot; returns the report."""
-    from server.simulate import DEFAULT_MIX, study_file
+    from server.simulate import DEFAULT_MIX, assumed_effect, study_file
 
     study = load_study(study_file(config.study))
     if study.kind != "controlled":
@@ -329,7 +333,9 @@ def power(config: PowerConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     plot = draw(rows, needed, config.target, config.alpha, out / "power.png", projections.get(OVERALL))
     report = {"study": study.to_dict(), "sizes": list(config.sizes), "repeats": config.repeats,
-              "players": config.players or DEFAULT_MIX, "agent": config.agent, "world": str(config.world),
+              "players": config.players or DEFAULT_MIX,
+              "assumed": assumed_effect(config.explanation_weight, config.players or DEFAULT_MIX),
+              "agent": config.agent, "world": str(config.world),
               "seed": config.seed, "alpha": config.alpha, "target": config.target, "method": METHOD,
               "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; it does not keep "
                                  "its level when participants differ: results/null_calibration.md)",
@@ -353,7 +359,11 @@ def power(config: PowerConfig) -> dict:
 def format_power(report: dict) -> str:
     rows = report["power"]
     modes = list(report["participants_for_target"])
-    lines = [f"{report['cost']['studies']} simulated studies, {report['cost']['games']} games in "
+    from server.simulate import assumption_line
+
+    lines = [assumption_line(report["assumed"]) + ("; the shares below are false-positive rates"
+                                                   if report["assumed"]["null"] else "")]
+    lines += [f"{report['cost']['studies']} simulated studies, {report['cost']['games']} games in "
              f"{report['cost']['seconds'] / 60:.1f} min ({report['cost']['seconds_per_game'] or 0:.2f} s/game); "
              f"share with p < {report['alpha']:g} (naive / clustered):"]
     lines.append(f"{'participants':>12}  " + "  ".join(f"{m:>18}" for m in modes))

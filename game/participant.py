@@ -380,7 +380,9 @@ class SimulatedParticipant:
     def _wants_explanations(self, game: dict, memory: RoundMemory) -> bool:
         """At-will: in a share buy_rate of the rounds (the paper's players bought them in most games), when
         it can still pay for another question afterwards and the answer has not already made it sure."""
-        if not game["explanations_at_will"] or self.config.explanation_weight == 0:
+        # buying follows buy_rate alone: a population assumed unaffected by explanations (weight 0, the null
+        # of `exag simulate --null`) still buys them at will, so an at-will null has games that used them
+        if not game["explanations_at_will"] or self.config.buy_rate == 0:
             return False
         if game["points"] - game["explanation_cost"] - game["question_cost"] < 1:
             return False

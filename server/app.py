@@ -102,7 +102,7 @@ def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
     from .worker import Worker, WorkerConfig
     return Worker(WorkerConfig(redis_url, config.world, config.data_dir, config.agent, config.worker_device,
                                config.inference_threads, config.explainer_options,
-                               BatchSettings(config.max_batch_rounds, config.max_wait_ms),
+                               BatchSettings(config.max_batch_rounds, config.max_wait_ms, config.batch_invariant),
                                progress=config.progress, name=f"inprocess-{number}-{secrets.token_hex(3)}")).start()
 
 

@@ -28,6 +28,7 @@ class ServerConfig:
     # inference batching (LitServe-style: one place, next to the predict step in inference.py)
     max_batch_rounds: int = 8          # game rounds answered in one agent call
     max_wait_ms: float = 5.0           # how long a round waits for others to batch with
+    batch_invariant: bool = False      # each round computed alone, bit-identical however batched (inference.py)
     inference_threads: int = 1         # torch CPU threads: one keeps tail latency low beside the web threads
     # flood control, per connection: a token bucket (server/throttle.py; docs/protocol.md, "Refusals and
     # limits"). A real page sends one message at a time and waits for its answer, and fetches each earlier

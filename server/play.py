@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from game import rules
-from game.image_sets import choose_image_set
+from game.image_sets import ImageSet, choose_image_set
+from game.seeding import seeded_rng
 from game.settings import RATINGS, GameSettings, settings_named
 from game.state import FINISHED, GameState, player_view
 from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, for_the_secret, with_explanations
@@ -46,7 +47,7 @@ class PlayError(ValueError):
 class Play:
     def __init__(self, store: Store, pool: GamePool, agents: Agents, config: ServerConfig) -> None:
         self.store, self.pool, self.agents, self.config = store, pool, agents, config
-        self._rng = np.random.default_rng(config.seed)
+        self._rng = np.random.default_rng()      # real studies (no seed): one unpredictable generator for all
         self._rng_lock = threading.Lock()
 
     # --- joining ----------------------------------------------------------------------------------
@@ -181,9 +182,7 @@ class Play:
         study, _ = self._study(participant["study"])
         settings = self._settings(study)
         number = participant["game_number"]
-        with self._rng_lock:
-            chosen = choose_image_set(self.pool.embeddings, settings.images, settings.difficulty, self._rng)
-            names = [self._random_name() for _ in range(settings.images + 1)]
+        chosen, names = self._draw_game(study, participant["pid"], number, settings)
         game_id, tokens = names[0], names[1:]
         shown = with_explanations(study, participant["arm"], number)
         state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
@@ -331,9 +330,19 @@ class Play:
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _random_name(self) -> str:
-        """Unguessable in real studies; reproducible when the server is seeded (tests, simulations)."""
-        return secrets.token_hex(8) if self.config.seed is None else self._rng.bytes(8).hex()
+    def _draw_game(self, study: StudyConfig, pid: str, number: int,
+                   settings: GameSettings) -> tuple[ImageSet, list[str]]:
+        """Game `number` of a participant: its image set and its names (the game id, then one token per image).
+        Real studies (no seed): the set from the server's one generator, the names unguessable. A seeded
+        server (tests, simulations) draws both from the generator of (seed, study, participant, game number),
+        so a participant gets the same games whatever the order in which participants' games start."""
+        if self.config.seed is None:
+            with self._rng_lock:
+                chosen = choose_image_set(self.pool.embeddings, settings.images, settings.difficulty, self._rng)
+            return chosen, [secrets.token_hex(8) for _ in range(settings.images + 1)]
+        rng = seeded_rng(self.config.seed, "game", study.study_id, pid, number)
+        chosen = choose_image_set(self.pool.embeddings, settings.images, settings.difficulty, rng)
+        return chosen, [rng.bytes(8).hex() for _ in range(settings.images + 1)]
 
     def still_bound(self, who: tuple[str, str], browser_cookie: str | None) -> bool:
         """Whether the participation is still this browser's: after a release, the next join from another

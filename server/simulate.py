@@ -21,13 +21,32 @@ image by downsampled pixels), and the participant gets that image's scene from t
 person reads the objects off the picture; the participant then applies its own perception error.
 
 Parallelism. `threads` participants play at once (threads of this process): while one waits for its
-answer, the others think, and the inference worker batches their rounds into one agent call. The worker
-runs the agent with one torch thread; the participants, the Play service and the redis-server process
-share the other core. A progress bar counts games.
+answer, the others think, and the inference worker takes their rounds as they come (each answered alone:
+see Determinism). The worker runs the agent with one torch thread; the participants, the Play service and
+the redis-server process share the other core. A progress bar counts games.
 
-Determinism. The participants and the server are seeded (--seed); with --threads 1 a study is the same for
-a seed. With more threads the order in which participants arrive varies, and with it which image sets and
-arms they get.
+Determinism. In-process, a seed fixes the study: the same --seed on the same checkout, world and agent
+gives the same export, every table equal but for the columns RUN_DEPENDENT names (clock times, durations
+and the quality flag counted from durations), whatever --threads, the machine's load or how the worker's
+rounds happened to arrive together. What makes it so:
+- whatever the server draws is a function of the seed and of whose it is: a game's image set, its id and
+  its image tokens come from the generator of (seed, study, participant, game number) (server/play.py),
+  not from one generator drawn in the order games start;
+- arms: the server gives each newcomer the arm with the fewest participants, so members join in their
+  order (each waits until the one before it has joined; they play at once afterwards), and none counts as
+  a dropout by the clock (dropout_after_s is infinite here), so member k gets the same arm in every run;
+- each member's own randomness comes from its seed (`members`: the seed and its position), and it sees
+  only its own games;
+- the inference worker is batch-invariant (server/inference.py BatchSettings.batch_invariant): a round is
+  answered by agent and explainer calls of its own, each image's features computed alone, because a batch's
+  shape changes the last bits of the agent's sums, and with them the probabilities and explanation payloads
+  the export logs, and now and then an answer or an explanation's order (it costs 12-25% of the games a
+  second);
+- the event log is exported grouped by participant, in member order (each one's events as they happened),
+  not interleaved as the threads happened to write them.
+Not covered: a round that waits longer than ROUND_TIMEOUT_S fails (a refused move the summary counts) and
+the participant moves on differently; with --url the server is someone else's (its seed, its other
+participants) and the participant ids carry a random run token, so only the participants' side is seeded.
 
 Output: OUT/export/ (what `exag export` writes: games, rounds, ratings, ... and events.jsonl, so that
 `exag analyze --data OUT/export` runs unchanged) and OUT/summary.json (the printed summary).
@@ -38,6 +57,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import secrets
 import shutil
 import sys
@@ -49,7 +69,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,13 +93,28 @@ from .pool import GamePool
 from .schemas import SchemaError, validate
 from .store import EVENTS
 
-DEFAULT_THREADS = 8                # participants at once: the worker batches up to 8 rounds (max_batch_rounds)
+DEFAULT_THREADS = 8                # participants at once: while one waits for its answer, the others think
 ROUND_TIMEOUT_S = 600.0            # nobody waits at a screen: a round may queue behind many others
 MAX_REFUSALS_IN_A_ROW = 5          # a participant whose moves are refused this often in a row gives up (an error)
 THUMBNAIL = (32, 24)               # downsampled pixels the eyes fall back to when no hash matches
 MAX_THUMBNAIL_DISTANCE = 12.0      # mean absolute difference (0-255) beyond which an image is not the world's
 SHARE_TOLERANCE = 1e-6
 EXPORT_DIR, SUMMARY = "export", "summary.json"
+# What a seed does not fix: the export's columns that hold clock times, durations or what is counted from
+# durations (participants' fast_games, games under 10 s, and the flags naming it). For events.jsonl: the
+# events' keys, "id" being the Redis stream's (made from the clock), and "explanations.seconds" the compute
+# time of each explanation an event lists. Every other column is the same for a seed
+# (tests/server/test_simulate_reproducible.py compares them).
+RUN_DEPENDENT = {
+    "games": ("started", "finished", "seconds"),
+    "rounds": ("time", "inference_ms", "ask_to_answer_ms"),
+    "ratings": ("time",),
+    "explanations": (),
+    "participants": ("joined", "consented", "finished", "fast_games", "flags"),
+    "rater_ratings": ("time",),
+    "problems": (),
+    "events": ("id", "time", "inference_ms", "ask_to_answer_ms", "seconds", "explanations.seconds"),
+}
 
 
 log = logging.getLogger(__name__)
@@ -244,9 +279,12 @@ class InProcessServer:
         self._tmp = Path(tempfile.mkdtemp(prefix="exag-simulate-"))
         self.studies_dir = self._tmp / "studies"
         self.studies_dir.mkdir()
+        # reproducible for a seed (the module's "Determinism"): rounds answered bit-identically however they
+        # arrive together, and no participant counted out of the arm balance by the clock as a dropout
         config = ServerConfig(world=world, agent=agent, data_dir=self._tmp / "server", studies_dir=self.studies_dir,
                               inprocess_workers=workers, message_queue=False, seed=seed, progress=False,
-                              explainer_options=explainer_options or {}, round_timeout_s=ROUND_TIMEOUT_S)
+                              explainer_options=explainer_options or {}, round_timeout_s=ROUND_TIMEOUT_S,
+                              batch_invariant=True, dropout_after_s=math.inf)
         try:
             self.app = create_app(config)
         except BaseException:
@@ -440,18 +478,51 @@ def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, 
     return played
 
 
-def play_study(server, study: StudyConfig, who: list[Member], eyes: Eyes, threads: int = DEFAULT_THREADS,
-               on_game=lambda: None) -> list[Played]:
-    """Every member plays the whole study, `threads` at once; a participant that fails stops there (its
-    error is kept), the others go on."""
-    min_questions = settings_named(study.kind, **study.settings).min_questions   # the view does not say it
+ASSUMED_EFFECT = ("the assumed effect of explanations on the simulated participants: explanation_weight, how far an "
+                  "explanation's fit (0 to 1: does it show what the answer claims, on what the participant sees) moves "
+                  "its trust in that round's answer, in log-odds of trust per unit of fit above 0.75 (0: explanations "
+                  "change nothing, the null). An input of the simulation, never a finding: a study simulated under it "
+                  "shows what the game and the analysis do if people used explanations so, not whether they do")
 
-    def one(member: Member) -> Played:
+
+def assumed_effect(explanation_weight: float | None, mix: dict[str, float]) -> dict:
+    """What a simulated study assumed about explanations, for its summary and power report."""
+    weights = {name: (PRESETS[name].explanation_weight if explanation_weight is None else explanation_weight)
+               for name in mix}
+    return {"explanation_weight": weights, "set_for_every_preset": explanation_weight is not None,
+            "null": all(w == 0 for w in weights.values()), "meaning": ASSUMED_EFFECT}
+
+
+def assumption_line(assumed: dict) -> str:
+    """One line that says what the simulation assumed, printed above its results."""
+    weights = ", ".join(f"{name} {weight:g}" for name, weight in assumed["explanation_weight"].items())
+    what = "the null: explanations change nothing" if assumed["null"] else "an assumption, not a finding"
+    return f"ASSUMED effect of explanations (explanation_weight, log-odds of trust per unit of fit): {weights} ({what})"
+
+
+def play_study(server, study: StudyConfig, who: list[Member], eyes: Eyes, threads: int = DEFAULT_THREADS,
+               on_game=lambda: None, explanation_weight: float | None = None) -> list[Played]:
+    """Every member plays the whole study, `threads` at once; a participant that fails stops there (its
+    error is kept), the others go on. Members join in the order of `who`: each joins once the one before it
+    has (then plays alongside the others), because the server gives a newcomer the arm that has the fewest
+    participants so far, and so arms follow the members' order, not the threads' timing.
+    `explanation_weight` (None: each preset's own) is the assumed effect of explanations, ASSUMED_EFFECT."""
+    min_questions = settings_named(study.kind, **study.settings).min_questions   # the view does not say it
+    joined = [threading.Event() for _ in who]      # the pool takes members in order: k waits only for k - 1
+
+    def one(k: int, member: Member) -> Played:
         played = Played(member.pid, member.preset)
         connection = None
         try:
-            connection = server.connect(study.study_id, member.pid)
+            if k:
+                joined[k - 1].wait()
+            try:
+                connection = server.connect(study.study_id, member.pid)
+            finally:
+                joined[k].set()
             config = with_min_questions(PRESETS[member.preset], min_questions)
+            if explanation_weight is not None:
+                config = replace(config, explanation_weight=explanation_weight)
             play_participant(connection, SimulatedParticipant(config, seed=member.seed), eyes, played, on_game)
         except Exception as error:      # noqa: BLE001: one participant's failure is reported, not fatal
             played.error = f"{type(error).__name__}: {error}"[:500]
@@ -462,7 +533,7 @@ def play_study(server, study: StudyConfig, who: list[Member], eyes: Eyes, thread
         return played
 
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="participant") as pool:
-        return list(pool.map(one, who))
+        return list(pool.map(one, range(len(who)), who))
 
 
 # --- the summary ---------------------------------------------------------------------------------------
@@ -507,6 +578,8 @@ def format_summary(summary: dict) -> str:
     if "seconds" in summary:
         lines[0] += (f" in {summary['seconds']:.0f} s (playing {summary['play_seconds']:.0f} s, "
                      f"{summary['games_per_second'] or 0:.1f} games/s)")
+    if "assumed" in summary:
+        lines.append(assumption_line(summary["assumed"]))
     lines.append(f"{'':28}{'participants':>13}{'win rate':>14}{'with expl.':>14}{'without expl.':>15}")
     rows = [(f"arm {arm}", cell) for arm, cell in summary["by_arm"].items()]
     rows += [("overall (expl. arms)", summary["overall"])]
@@ -538,6 +611,7 @@ class SimulationConfig:
     workers: int = 1                              # in-process inference workers (threads, one torch thread each)
     export_format: str = "csv"
     explainer_options: dict = field(default_factory=dict)    # in-process: as ServerConfig.explainer_options
+    explanation_weight: float | None = None       # the assumed effect (ASSUMED_EFFECT); None: each preset's own
     progress: bool = True
 
 
@@ -558,20 +632,30 @@ def simulate(config: SimulationConfig) -> dict:
         bar = tqdm(total=len(who) * study.games, desc=f"simulated games ({study.study_id})", unit="game",
                    disable=not config.progress)
         playing = time.perf_counter()
-        played = play_study(server, study, who, eyes, config.threads, on_game=lambda: bar.update(1))
+        played = play_study(server, study, who, eyes, config.threads, on_game=lambda: bar.update(1),
+                            explanation_weight=config.explanation_weight)
         play_seconds = time.perf_counter() - playing
         bar.close()
-        events = server.events(study.study_id, {f"pid:{m.pid}" for m in who})
+        events = in_member_order(server.events(study.study_id, {f"pid:{m.pid}" for m in who}), who)
     written = write_export(events, Path(config.out) / EXPORT_DIR, config.export_format)
     games = sum(len(p.games) for p in played)
     summary = {**summarize(study, played), "seconds": time.perf_counter() - started, "play_seconds": play_seconds,
                "games_per_second": games / play_seconds if play_seconds else None,
-               "players": config.players, "seed": config.seed, "server": config.url or "in-process",
+               "players": config.players, "assumed": assumed_effect(config.explanation_weight, config.players),
+               "seed": config.seed, "server": config.url or "in-process",
                "agent": config.agent if not config.url else "the server's", "world": str(config.world),
                "threads": config.threads, "eyes": {"by_hash": eyes.by_hash, "by_pixels": eyes.by_pixels},
                "events": len(events), "export": str(written[0].parent), "presets": {p.pid: p.preset for p in played}}
     (Path(config.out) / SUMMARY).write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def in_member_order(events: list[dict], who: list[Member]) -> list[dict]:
+    """The events grouped by participant in the order of `who`, each participant's in the order they were
+    logged (the sort is stable): the log interleaves participants as the threads happened to write, and the
+    export's rows follow the log."""
+    position = {f"pid:{m.pid}": k for k, m in enumerate(who)}
+    return sorted(events, key=lambda e: position.get(e.get("participant"), len(who)))
 
 
 def study_file(path: Path) -> Path:

@@ -216,7 +216,8 @@ class Worker:
             name = agent or self.config.agent
             loaded = self._load_agent(name)
             loaded.feature_cache = self.config.feature_cache if not agent else loaded.feature_cache
-            self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name))
+            self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name),
+                                               batch_invariant=self.config.batch.batch_invariant)
             self._failed.pop(agent, None)
         return self.predictors[agent]
 
@@ -348,6 +349,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--max-batch-rounds", type=int, default=BatchSettings.max_batch_rounds)
     parser.add_argument("--max-wait-ms", type=float, default=BatchSettings.max_wait_ms)
+    parser.add_argument("--batch-invariant", action="store_true",
+                        help="answer each round by calls of its own and look at each image alone, so that a round's "
+                             "result does not depend on the rounds batched with it (reproducible simulations; slower)")
     parser.add_argument("--feature-cache", type=int, default=FEATURE_CACHE,
                         help=f"pool images whose features stay in memory (default {FEATURE_CACHE})")
     parser.add_argument("--no-warm-pool", dest="warm_pool", action="store_false",
@@ -436,6 +440,8 @@ def worker_arguments(config, threads: int) -> list[str]:
     arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
                  "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
                  "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
+    if config.batch_invariant:
+        arguments.append("--batch-invariant")
     if config.explainer_options:
         arguments += ["--explainer-options", json.dumps(config.explainer_options)]
     return arguments

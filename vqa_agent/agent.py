@@ -130,6 +130,9 @@ class VQAAgent:
         self.vocabulary = vocabulary
         self._cache: OrderedDict[bytes, tuple] = OrderedDict()
         self.feature_cache = FEATURE_CACHE_SIZE   # images whose features stay in memory (a worker raises it)
+        # True: each new image is looked at alone, so its features are the same bits whichever images came
+        # with it and whatever the cache held (a batch's shape changes the last bits of its sums); slower
+        self.batch_invariant = False
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -162,13 +165,12 @@ class VQAAgent:
         for k in keys:
             if k in self._cache:
                 self._cache.move_to_end(k)
-        new = {k: a for k, a in zip(keys, arrays) if k not in self._cache}
-        if new:
-            batch = list(new.values())
-            features = self.model.encode_images(to_model_input(batch, self.config).to(self.device))
+        new = list({k: a for k, a in zip(keys, arrays) if k not in self._cache}.items())
+        for part in ([[item] for item in new] if self.batch_invariant else [new] if new else []):
+            features = self.model.encode_images(to_model_input([a for _, a in part], self.config).to(self.device))
             found = self.model.propose(features.detection)
             objects = self.model.objects(features, [boxes for boxes, _ in found])
-            for j, (key, array) in enumerate(new.items()):
+            for j, (key, array) in enumerate(part):
                 self._cache[key] = self._seen_image(array, features, found[j], objects, j)
         # evict the least recently used, never an image of this request
         while len(self._cache) > max(self.feature_cache, len(set(keys))):

@@ -294,3 +294,5 @@ def test_at_will_it_buys_explanations_in_its_share_of_rounds_and_never_when_igno
     assert all(bought(exact(buy_rate=1.0), s) for s in range(5))
     assert not any(bought(exact(buy_rate=0.0), s) for s in range(5))
     assert not any(bought(PRESETS["ignores-explanations"], s) for s in range(5))
+    # the null (explanations change nothing: weight 0) still buys in its share of rounds
+    assert all(bought(exact(buy_rate=1.0, explanation_weight=0.0), s) for s in range(5))

@@ -13,7 +13,7 @@ from server_setup import server_config
 import exag_cli
 from experiments.analysis import analyze, load_tables
 from server.pool import GamePool
-from server.simulate import EXPORT_DIR, Eyes, SimulationConfig, members, parse_players, simulate
+from server.simulate import EXPORT_DIR, Eyes, SimulationConfig, format_summary, members, parse_players, simulate
 
 # the paper's structure in small: 4 sessions of 1 game, alternating without/with explanations
 STUDY = {"study_id": "simctl", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"], "sessions": 4,
@@ -100,8 +100,13 @@ def test_study_through_a_live_server(live_server, agent_world, tmp_path):
     out = tmp_path / "out"
     summary = simulate(SimulationConfig(study=write_study(tmp_path, study_id="simlive", arms=["none", "both"]),
                                         participants=2, out=out, players=MIX, world=agent_world, seed=2, threads=2,
-                                        url=live_server.url, admin_token="test-admin", progress=False))
+                                        url=live_server.url, admin_token="test-admin", progress=False,
+                                        explanation_weight=0.0))
     check_summary(summary, 2, 8)
+    assumed = summary["assumed"]               # the null, said in the summary and above the printed results
+    assert assumed["null"] and set(assumed["explanation_weight"].values()) == {0.0} and "never a finding" in \
+        assumed["meaning"]
+    assert "(the null: explanations change nothing)" in format_summary(summary).splitlines()[1]
     assert set(summary["by_arm"]) == {"none", "both"}
     check_export(out, 2, 8)
 
@@ -119,6 +124,10 @@ def test_cli_errors_are_clear(tmp_path, capsys, monkeypatch):
              (["simulate", "--study", str(study), "--participants", "0", "--out", str(tmp_path)], "at least 1"),
              (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path), "--url",
                "http://127.0.0.1:9"], "admin token"),
+             (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path), "--null",
+               "--explanation-weight", "2"], "give one of them"),
+             (["simulate", "--study", str(study), "--participants", "2", "--out", str(tmp_path),
+               "--explanation-weight", "-1"], ">= 0"),
              (["simulate", "power", "--study", str(study), "--sizes", "10,x", "--repeats", "2", "--out",
                str(tmp_path)], "--sizes"),
              (["simulate", "power", "--study", str(write_study(tmp_path, kind="at-will", arms=["both"], sessions=1)),
