@@ -274,14 +274,20 @@ def methods(frames: Frames, exclusions: dict) -> str:
          if blocks else "No controlled games with known blocks."),
         "At-will studies: a game used explanations when any of its rounds had them; adoption halves split all games "
         "ordered by play index (ties by start time) at half their number.",
-        "Win rates carry Wilson 95% intervals and scores t intervals. The paper's tests are two-proportion z-tests "
-        "with games as independent (statsmodels proportions_ztest). Because games are nested in participants, each "
-        "comparison also has a participant-clustered test: GEE logistic regression with exchangeable working "
-        "correlation and robust errors (statsmodels), giving the odds ratio with its 95% CI, and OLS with "
-        f"participant-clustered errors for the difference of rates or scores; with fewer than {MIN_CLUSTERS} "
-        "participants no clustered test is made. Trends over a rating scale or over plays use logistic regression "
-        "with participant-clustered robust errors (GEE with independence working correlation), which stays fast "
-        "on thousands of participants.",
+        "Table 1's win rates carry Wilson 95% intervals and scores t intervals. Table 1 gives three improvements: "
+        "the paper's (with explanations minus the overall-inc-none group baseline, as the paper computed its "
+        "column), ours (with minus without explanations) and the mean of each participant's own difference. The "
+        "paper's tests are two-proportion z-tests with games as independent (statsmodels proportions_ztest), printed "
+        "for comparison with the paper: they do not keep their level when participants differ. Because games are "
+        "nested in participants, each comparison has a participant-clustered test that keeps its level with few "
+        "participants: the wild cluster bootstrap of the comparison as a linear model (restricted, Rademacher "
+        "weights, exact over all sign patterns up to 12 participants; CR1 errors), which gives the p-value and the "
+        "difference's 95% interval, while GEE logistic regression (exchangeable working correlation) gives the odds "
+        "ratio and its interval; the paired test over participants is a sign-flip test. With fewer than "
+        f"{MIN_CLUSTERS} participants no clustered or paired p-value is made (none could reach 0.05). "
+        "Figures 7-10 take the participant as the unit: intervals from a participant bootstrap (2,000 replicates), "
+        "one clustered trend test per panel, and per-point tests against the baseline Holm-corrected; the study "
+        "kinds are never pooled in one figure.",
         "Ratings: helpfulness figures count each rating of a round with explanations (the outcome is its game's); "
         "correctness figures count each explanation of the secret image, rated by independent raters (consensus: "
         "the median, ties to the worse side) and graded automatically against the ground truth. Rater agreement: "
