@@ -284,7 +284,8 @@ def methods(frames: Frames, exclusions: dict) -> str:
         "weights, exact over all sign patterns up to 12 participants; CR1 errors), which gives the p-value and the "
         "difference's 95% interval, while GEE logistic regression (exchangeable working correlation) gives the odds "
         "ratio and its interval; the paired test over participants is a sign-flip test. With fewer than "
-        f"{MIN_CLUSTERS} participants no clustered or paired p-value is made (none could reach 0.05). "
+        f"{MIN_CLUSTERS} participants in a comparison no clustered or paired p-value is made, and with fewer than 6 "
+        "none can reach 0.05 (the smallest possible is 1/2^(n-1)). "
         "Figures 7-10 take the participant as the unit: intervals from a participant bootstrap (2,000 replicates), "
         "one clustered trend test per panel, and per-point tests against the baseline Holm-corrected; the study "
         "kinds are never pooled in one figure.",

@@ -5,7 +5,7 @@ library offers it without a JIT compiler; it is checked against statsmodels refi
 
 Clustered tests: the odds ratio and its interval come from the logistic model (GEE or clustered Logit);
 the p-value, and the interval of a difference, from the wild cluster bootstrap of the same comparison as a
-linear model, which keeps its 5% level from MIN_CLUSTERS participants on, where the sandwich behind the
+linear model, which keeps its 5% level at every size it reports (MIN_CLUSTERS participants on), where the sandwich behind the
 GEE's own p-value rejects a true null 3-4 times too often (`python -m experiments.benchmark.null_calibration`).
 
 Results are JSON-ready dicts. A test that cannot be computed (an empty group, a constant outcome, too
@@ -30,7 +30,7 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from statsmodels.stats.weightstats import DescrStatsW
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
-from .wild_bootstrap import MIN_CLUSTERS, WildTest, wild_cluster_test
+from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, WildTest, wild_cluster_test
 
 ALPHA = 0.05
 MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
@@ -98,13 +98,13 @@ def mean_test(values: pd.Series | np.ndarray) -> dict:
     """mean_ci with a test of mean 0 that keeps its level with few participants: the sign-flip
     (randomization) test of the mean (scipy permutation_test), exact over all 2^n sign patterns up to
     13 values, else SIGN_FLIP_DRAWS seeded draws. For paired differences, one per participant, the
-    participant-level paired test. Below MIN_CLUSTERS values no p-value (none could reach 0.05)."""
+    participant-level paired test. Below MIN_CLUSTERS values no p-value; below SIGNIFICANT_FROM the
+    p-value cannot reach 0.05 (the test says so)."""
     out = {**mean_ci(values), "p_value": None, "test": SIGN_FLIP.format(patterns="none")}
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if len(values) < MIN_CLUSTERS:
-        return {**out, "note": f"fewer than {MIN_CLUSTERS} participants ({len(values)}): no paired test can reach "
-                               "p < 0.05"}
+        return {**out, "note": f"fewer than {MIN_CLUSTERS} participants ({len(values)}): no paired test is made"}
     if np.ptp(values) == 0 and values[0] == 0:
         return {**out, "p_value": 1.0, "test": SIGN_FLIP.format(patterns="every difference is 0")}
     exact = 2 ** len(values) <= SIGN_FLIP_DRAWS
@@ -114,6 +114,8 @@ def mean_test(values: pd.Series | np.ndarray) -> dict:
                                               permutation_type="samples", n_resamples=SIGN_FLIP_DRAWS,
                                               alternative="two-sided", random_state=0)
     patterns = f"all {2 ** len(values):,} patterns" if exact else f"{SIGN_FLIP_DRAWS:,} random patterns (seed 0)"
+    if len(values) < SIGNIFICANT_FROM:
+        patterns += f"; with {len(values)} participants the smallest possible p-value is 1/{2 ** (len(values) - 1)}"
     return {**out, "p_value": _num(min(1.0, result.pvalue)), "test": SIGN_FLIP.format(patterns=patterns)}
 
 
@@ -214,8 +216,8 @@ def _unfittable(y: np.ndarray, x: pd.Series, n_clusters: int) -> str | None:
     if len(y) == 0:
         return "no data"
     if n_clusters < MIN_CLUSTERS:
-        return (f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS}: with fewer no "
-                "participant-level test can reach p < 0.05)")
+        return (f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS}: with so few no "
+                "participant-level test can say anything)")
     if x.nunique() < 2:
         return "the predictor does not vary (a group is empty)"
     if np.unique(y).size < 2:

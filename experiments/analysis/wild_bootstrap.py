@@ -19,8 +19,9 @@ t distribution with G - 1 degrees of freedom does not give (many clusters: the s
 and that test runs instead (no draws: analysis of 10,000 games stays fast).
 
 Smallest study: the 2^G patterns come in pairs (w and -w give the same |t*|), and the study's own
-pattern is among them, so no p-value is below 1 / 2^(G-1): with 5 participants none can reach 0.05.
-Below MIN_CLUSTERS participants no test is run, with a sentence saying why.
+pattern is among them, so no p-value is below 1 / 2^(G-1): with 4 or 5 participants in a comparison the
+p-value is valid but cannot reach 0.05 (the method says so); from SIGNIFICANT_FROM = 6 on it can. Below
+MIN_CLUSTERS participants no test is run, with a sentence saying why.
 
 Every bootstrap statistic is computed for all patterns at once (numpy; the derivation is in
 `_bootstrap_t`): with 100 participants and 9,999 draws, well under a second.
@@ -35,7 +36,8 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-MIN_CLUSTERS = 6          # below: no p-value can be under 0.05 (see the docstring)
+MIN_CLUSTERS = 4          # below: no test (with 3 participants the smallest p-value would be 1/4)
+SIGNIFICANT_FROM = 6      # participants from which a p-value can be under 0.05 (see the docstring)
 ENUMERATE_UP_TO = 12      # participants up to which all 2^G sign patterns are used (4,096): exact
 DRAWS = 9_999             # random sign patterns beyond that
 MAX_CLUSTERS = 100        # from here on: the t test with G - 1 degrees of freedom on CR1 errors
@@ -65,7 +67,7 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     G = int(codes.max()) + 1 if n else 0
     if G < MIN_CLUSTERS:
         return (f"fewer than {MIN_CLUSTERS} participants ({G}): with so few no participant-level test can "
-                "reach p < 0.05, so none is reported")
+                "say anything (the smallest p-value would be 1/4 or more), so none is reported")
     if n <= k or np.linalg.matrix_rank(X) < k:
         return "the predictors do not vary enough to be told apart (a group is empty or two coincide)"
     order = np.argsort(codes, kind="stable")                 # rows grouped by participant
@@ -103,6 +105,9 @@ def _sign_patterns(G: int, seed: int) -> tuple[np.ndarray, str]:
     if G <= ENUMERATE_UP_TO:
         weights = np.array(list(itertools.product((1.0, -1.0), repeat=G)))
         patterns = f"all {2 ** G:,} sign patterns (exact)"
+        if G < SIGNIFICANT_FROM:
+            patterns += (f"; with {G} participants the smallest possible p-value is 1/{2 ** (G - 1)}, so this "
+                         "comparison cannot reach 0.05")
     else:
         weights = np.random.default_rng(seed).choice((1.0, -1.0), size=(DRAWS, G))
         patterns = f"{DRAWS:,} random sign patterns (seed {seed})"

@@ -12,7 +12,7 @@ import scipy.stats
 import statsmodels.api as sm
 
 from experiments.analysis.stats import clustered_difference, compare_rates, gee_logit
-from experiments.analysis.wild_bootstrap import MAX_CLUSTERS, MIN_CLUSTERS, WildTest, wild_cluster_test
+from experiments.analysis.wild_bootstrap import MAX_CLUSTERS, MIN_CLUSTERS, SIGNIFICANT_FROM, WildTest, wild_cluster_test
 
 
 def clustered_data(participants: int, seed: int = 1, effect: float = 0.0):
@@ -54,17 +54,19 @@ def test_the_exact_p_value_is_statsmodels_refitted_on_every_sign_pattern(term):
 
 def test_with_six_participants_the_smallest_p_value_is_one_in_32():
     rng = np.random.default_rng(0)
-    who = np.repeat(np.arange(MIN_CLUSTERS), 10)
-    x = np.tile([0.0, 1.0], 5 * MIN_CLUSTERS)
+    who = np.repeat(np.arange(SIGNIFICANT_FROM), 10)
+    x = np.tile([0.0, 1.0], 5 * SIGNIFICANT_FROM)
     y = x.copy()                                             # a perfect within-participant effect
     y[::4] = 1 - y[::4]                                      # (not quite: the outcome must vary)
     tested = wild_cluster_test(y + rng.normal(0, 1e-3, len(y)), np.column_stack([np.ones_like(x), x]), who, 1)
-    assert tested.p_value == pytest.approx(2 / 2 ** MIN_CLUSTERS)       # the study's pattern and its mirror
+    assert tested.p_value == pytest.approx(2 / 2 ** SIGNIFICANT_FROM)   # the study's pattern and its mirror
+    few = wild_cluster_test(y[:50], np.column_stack([np.ones(50), x[:50]]), who[:50], 1)   # 5 participants
+    assert few.p_value >= 1 / 16 and "cannot reach 0.05" in few.method
 
 
 def test_too_few_participants_get_a_sentence_not_a_p_value():
     y, X, who = clustered_data(MIN_CLUSTERS - 1)
-    assert "fewer than 6 participants" in wild_cluster_test(y, X, who, 1)
+    assert "fewer than 4 participants" in wild_cluster_test(y, X, who, 1)
     y, X, who = clustered_data(MIN_CLUSTERS)
     constant = np.column_stack([np.ones(len(y)), np.zeros(len(y))])
     assert "do not vary" in wild_cluster_test(y, constant, who, 1)
