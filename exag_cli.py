@@ -499,7 +499,7 @@ def _simulate(args: argparse.Namespace) -> int:
                                         admin_token=token, seed=args.seed, threads=args.threads,
                                         export_format=args.format, explanation_weight=_assumed_weight(args)))
     print(format_summary(summary))
-    print(f"export: {summary['export']} (exag analyze --data {summary['export']} --out REPORT_DIR); "
+    print(f"export: {summary['export']} (exag analyze --data {args.out} --out REPORT_DIR); "
           f"summary: {args.out / 'summary.json'}")
     return 1 if summary["errors"] else 0
 

@@ -545,7 +545,8 @@ def _caption5(report: dict) -> str:
     adoption = _section(report, "at_will", "adoption")
     base = ("Fig. 5. Adoption of explanations in at-will games: (a) the share of games in which the player bought "
             "explanations at least once, by the participant's n-th play; (b) the first vs the second half of all "
-            "plays (z-test for proportions, and a participant-clustered GEE test). Error bars: Wilson 95% CIs.")
+            "plays (z-test for proportions, games as independent, and the participant-clustered wild cluster "
+            "bootstrap test). Error bars: Wilson 95% CIs.")
     reason = missing(_section(report, "at_will"), "at-will section") or missing(adoption, "adoption")
     if reason:
         return f"{base} No data yet: {reason}."
