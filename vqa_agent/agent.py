@@ -166,7 +166,8 @@ class VQAAgent:
             if k in self._cache:
                 self._cache.move_to_end(k)
         new = list({k: a for k, a in zip(keys, arrays) if k not in self._cache}.items())
-        for part in ([[item] for item in new] if self.batch_invariant else [new] if new else []):
+        size = 1 if self.batch_invariant else max(len(new), 1)
+        for part in (new[start:start + size] for start in range(0, len(new), size)):
             features = self.model.encode_images(to_model_input([a for _, a in part], self.config).to(self.device))
             found = self.model.propose(features.detection)
             objects = self.model.objects(features, [boxes for boxes, _ in found])

@@ -30,7 +30,7 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from statsmodels.stats.weightstats import DescrStatsW
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
-from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, WildTest, wild_cluster_test
+from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, wild_cluster_test
 
 ALPHA = 0.05
 MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
@@ -144,19 +144,11 @@ def _complete_cases(y, exog: pd.DataFrame, clusters, method: str):
     return y, exog, clusters, out
 
 
-def wild_test(y, exog: pd.DataFrame, clusters, term: str) -> WildTest | str:
-    """The wild cluster bootstrap test of `term` in the linear model y ~ 1 + exog (complete rows only);
-    a sentence when none can run."""
-    y = np.asarray(y, dtype=float)
-    exog = exog.astype(float)
-    keep = ~np.isnan(y) & ~exog.isna().any(axis=1).to_numpy()
-    design = sm.add_constant(exog[keep], has_constant="add")
-    return wild_cluster_test(y[keep], design.to_numpy(), np.asarray(clusters)[keep], list(design.columns).index(term))
-
-
-def _with_wild_p(out: dict, y, exog: pd.DataFrame, clusters, term: str, method: str) -> dict:
-    """`out` (an odds ratio's result) with the p-value of the wild cluster bootstrap and the method named."""
-    tested = wild_test(y, exog, clusters, term)
+def _with_wild_p(out: dict, y: np.ndarray, exog: pd.DataFrame, clusters: np.ndarray, term: str, method: str) -> dict:
+    """`out` (an odds ratio's result, on complete rows) with the p-value of the wild cluster bootstrap test
+    of `term` in the linear model y ~ 1 + exog, and the method named."""
+    design = sm.add_constant(exog, has_constant="add")
+    tested = wild_cluster_test(y, design.to_numpy(), clusters, list(design.columns).index(term))
     if isinstance(tested, str):
         note = "; ".join(n for n in (out.get("note"), f"no clustered p-value: {tested}") if n)
         return {**out, "p_value": None, "method": method.format(wild="none"), "note": note}

@@ -77,8 +77,7 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     residual = y - X @ beta
     scale = G / (G - 1) * (n - 1) / (n - k)                  # CR1, as statsmodels' cov_type="cluster"
     h = X @ bread[:, term]                                   # row i's weight in coefficient `term`
-    per_cluster = np.bincount(codes, weights=h * residual, minlength=G)
-    se = float(np.sqrt(scale * np.sum(per_cluster ** 2)))
+    se = float(np.sqrt(scale * np.sum(_per_participant(codes, G, h * residual) ** 2)))
     estimate = float(beta[term])
     if not se > 0:
         return "the outcome does not vary within the groups compared: no test"
@@ -115,6 +114,13 @@ def _sign_patterns(G: int, seed: int) -> tuple[np.ndarray, str]:
     return weights, patterns
 
 
+def _per_participant(codes: np.ndarray, G: int, values: np.ndarray) -> np.ndarray:
+    """Sums of `values` (rows, or rows x columns) over each participant's rows: G, or G x columns."""
+    if values.ndim == 1:
+        return np.bincount(codes, weights=values, minlength=G)
+    return np.stack([np.bincount(codes, weights=values[:, c], minlength=G) for c in range(values.shape[1])], axis=1)
+
+
 def _bootstrap_t(X, codes, G, bread, h, term, residual, weights, scale) -> np.ndarray:
     """t* = (b*_term - b_fitted,term) / se* for every sign pattern (rows of `weights`, one sign per
     participant) of the wild bootstrap y* = X b_fitted + w_g * residual: b_fitted is the restricted
@@ -125,11 +131,9 @@ def _bootstrap_t(X, codes, G, bread, h, term, residual, weights, scale) -> np.nd
         se*^2         = scale * sum_g (sum_{i in g} h_i u*_i)^2,  h = X (X'X)^-1 e_term
         sum_{i in g} h_i u*_i = w_g c_g - sum_g' D_gg' w_g',  c_g = sum_{i in g} h_i u_i,  D = H M'
     with H_g = sum_{i in g} h_i X_i. Everything is a product of small matrices: B x G x G at most."""
-    rows_of = lambda values: np.stack([np.bincount(codes, weights=values[:, c], minlength=G)  # noqa: E731
-                                       for c in range(values.shape[1])], axis=1)
-    M = rows_of(X * residual[:, None]) @ bread               # G x k: (X_g' u_g)' (X'X)^-1 = m_g'
-    c = np.bincount(codes, weights=h * residual, minlength=G)
-    D = rows_of(X * h[:, None]) @ M.T                        # G x G
+    M = _per_participant(codes, G, X * residual[:, None]) @ bread    # G x k: (X_g' u_g)' (X'X)^-1 = m_g'
+    c = _per_participant(codes, G, h * residual)
+    D = _per_participant(codes, G, X * h[:, None]) @ M.T            # G x G
     shifted = weights @ M[:, term]                            # b*_term - b_fitted,term
     per_cluster = weights * c - weights @ D.T
     se = np.sqrt(scale * np.sum(per_cluster ** 2, axis=1))
