@@ -41,6 +41,7 @@ SIGNIFICANT_FROM = 6      # participants from which a p-value can be under 0.05 
 ENUMERATE_UP_TO = 12      # participants up to which all 2^G sign patterns are used (4,096): exact
 DRAWS = 9_999             # random sign patterns beyond that
 MAX_CLUSTERS = 100        # from here on: the t test with G - 1 degrees of freedom on CR1 errors
+SE_FLOOR = 1e-9           # a standard error below this share of the estimate's (or the outcome's) scale is zero
 ALPHA = 0.05
 WILD = ("wild cluster bootstrap of the OLS t-statistic (CR1 errors), participants as clusters: restricted "
         "(null imposed), Rademacher weights, {patterns}; 95% CI: unrestricted bootstrap-t")
@@ -79,8 +80,12 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     h = X @ bread[:, term]                                   # row i's weight in coefficient `term`
     se = float(np.sqrt(scale * np.sum(_per_participant(codes, G, h * residual) ** 2)))
     estimate = float(beta[term])
-    if not se > 0:
-        return "the outcome does not vary within the groups compared: no test"
+    if not se > SE_FLOOR * max(abs(estimate), float(np.std(y))):
+        # a comparison that rests on one participant's games (the only one in a group, or the only one in
+        # which the predictor varies) has a clustered standard error of zero, up to rounding: its t would be
+        # rounding noise
+        return ("the comparison rests on a single participant's games (or the outcome does not vary), so its "
+                "clustered standard error is zero: no test")
     t = estimate / se
     if G >= MAX_CLUSTERS:
         df = G - 1
@@ -91,7 +96,10 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     restricted = np.delete(X, term, axis=1)
     restricted_residual = y - restricted @ np.linalg.lstsq(restricted, y, rcond=None)[0]
     null_t = _bootstrap_t(X, codes, G, bread, h, term, restricted_residual, weights, scale)
-    p = float(np.mean(np.abs(null_t) >= abs(t) * (1 - 1e-10)))
+    extreme = np.abs(null_t) >= abs(t) * (1 - 1e-10)
+    if G <= ENUMERATE_UP_TO:
+        extreme[[0, -1]] = True         # the study's own pattern (all +1) and its mirror: |t*| = |t| exactly
+    p = float(np.mean(extreme))
     spread_t = _bootstrap_t(X, codes, G, bread, h, term, residual, weights, scale)
     q = float(np.quantile(np.abs(spread_t), 1 - ALPHA, method="higher"))    # no interpolation: inf stays inf
     ci = (estimate - q * se, estimate + q * se) if np.isfinite(q) else None

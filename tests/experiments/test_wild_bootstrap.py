@@ -70,6 +70,16 @@ def test_too_few_participants_get_a_sentence_not_a_p_value():
     y, X, who = clustered_data(MIN_CLUSTERS)
     constant = np.column_stack([np.ones(len(y)), np.zeros(len(y))])
     assert "do not vary" in wild_cluster_test(y, constant, who, 1)
+    # found by the null calibration: 4 participants, one of them alone in the arm without explanations, so the
+    # explanation-by-block interaction rests on that participant's games; its clustered standard error was
+    # 7e-17 (rounding) and its p-value 0. It is no test
+    from experiments.analysis.controlled import net_of_practice
+    from experiments.benchmark.null_calibration import controlled_study
+
+    games = controlled_study(np.random.default_rng([0, 4, 15]), 4, 0.0)
+    assert (games.groupby("cluster")["expl_arm"].max() == 0).sum() == 1
+    net = net_of_practice(games)
+    assert net["p_value"] is None and "single participant" in net["note"]
 
 
 def test_random_patterns_are_seeded_and_many_participants_get_the_t_test():
