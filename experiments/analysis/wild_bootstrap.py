@@ -81,11 +81,11 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     se = float(np.sqrt(scale * np.sum(_per_participant(codes, G, h * residual) ** 2)))
     estimate = float(beta[term])
     if not se > SE_FLOOR * max(abs(estimate), float(np.std(y))):
-        # a comparison that rests on one participant's games (the only one in a group, or the only one in
-        # which the predictor varies) has a clustered standard error of zero, up to rounding: its t would be
-        # rounding noise
-        return ("the comparison rests on a single participant's games (or the outcome does not vary), so its "
-                "clustered standard error is zero: no test")
+        # a comparison that rests on one participant's games (the only one in a group), or in which every
+        # participant's games show the same difference, has a clustered standard error of zero up to rounding:
+        # its t would be rounding noise
+        return ("the clustered standard error is zero (the comparison rests on a single participant's games, "
+                "every participant shows the same difference, or the outcome does not vary): no test")
     t = estimate / se
     if G >= MAX_CLUSTERS:
         df = G - 1

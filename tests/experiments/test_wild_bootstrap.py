@@ -79,7 +79,7 @@ def test_too_few_participants_get_a_sentence_not_a_p_value():
     games = controlled_study(np.random.default_rng([0, 4, 15]), 4, 0.0)
     assert (games.groupby("cluster")["expl_arm"].max() == 0).sum() == 1
     net = net_of_practice(games)
-    assert net["p_value"] is None and "single participant" in net["note"]
+    assert net["p_value"] is None and "single participant" in net["note"] and "standard error is zero" in net["note"]
 
 
 def test_random_patterns_are_seeded_and_many_participants_get_the_t_test():
