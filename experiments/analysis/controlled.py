@@ -33,10 +33,12 @@ the within-participant paired test above.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .frames import CONTROLLED, Frames, arms_of, sham
-from .stats import SIGN_FLIP, clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of
+from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of,
+                    relabel_test)
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
 PAIRED = ("paired test over participants of their own with- minus no-explanation win rate: "
@@ -51,6 +53,10 @@ WITHIN_PARTICIPANTS = ("the mean over participants who played both ways of their
 OVER_BASELINE = "this row's with-explanations figure minus its own group baseline (block 1 of its arms)"
 NO_PAPER_BASELINE = ("no overall_inc_none row (no arm with real explanations and none without): the paper's "
                      "baseline is undefined")
+
+
+CONTROL_PAIRED = ("paired test over the control group's participants of their own even- minus odd-block win rate: "
+                  + SIGN_FLIP.format(patterns="all patterns up to 13 participants, else 9,999 seeded draws"))
 
 
 def cell(games: pd.DataFrame) -> dict:
@@ -88,6 +94,24 @@ def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
             "test_clustered": win["test_clustered"], "p_value_score_clustered": score["p_value"],
             "test_score_clustered": score["method"], "n_participants": int(games["cluster"].nunique()),
             **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+
+
+def between_arms(games: pd.DataFrame) -> dict:
+    """The overall_inc_none row's p-values, win rate and score, by re-drawing which participants are in the
+    explanation arms (stats.relabel_test): its "with" games come from some participants only (the explanation
+    arms' even blocks) and its "without" games from all of them (every odd block), a contrast between
+    participants whose clustered bootstrap ran slightly liberal at 16 participants (README's null
+    calibration). Under a relabeling, the group's even-block games are the "with" games; the odd blocks stay."""
+    per = games.assign(even=(games["block"] % 2 == 0) | (games["block"].isna() & (games["shows"] == 1)))
+    per = per[per["even"]].groupby("cluster").agg(n=("won", "size"), won=("won", "sum"), score=("score", "sum"))
+    arms = games.groupby("cluster")["expl_arm"].max().reindex(per.index)
+    no_expl = games[(games["shows"] == 0) & _odd(games)]
+    out = {}
+    for key, column in (("win", "won"), ("score", "score")):
+        totals, n, without = per[column].to_numpy(float), per["n"].to_numpy(float), no_expl[column].mean()
+        out[key] = relabel_test(lambda group, rest: totals[group].sum(-1) / n[group].sum(-1) - without,
+                                arms.to_numpy() == 1)
+    return out
 
 
 def paper_improvement(with_expl: dict, paper_baseline: dict | None) -> dict:
@@ -136,10 +160,16 @@ def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
         return {"missing": "no arm without explanations (the paper's WithoutExpl group) with known blocks"}
     even = (control["block"] % 2 == 0).astype(float)
     result = compare_rates(control["won"], even, control["cluster"])
+    # each control participant played both kinds of block: their own even - odd difference is the paired
+    # unit, and the sign-flip test over them is exact from 4 participants on, where the bootstrap needs more
+    rates = control.assign(even=even).groupby(["cluster", "even"])["won"].mean().unstack("even")
+    paired = mean_test(rates[1.0] - rates[0.0]) if {0.0, 1.0} <= set(rates.columns) else \
+        {"p_value": None, "note": "no control participant played both even and odd blocks"}
+    notes = [n for n in (result.get("note"), paired.get("note")) if n]
     return {"arms": control_arms, "even_blocks": cell(control[even == 1]), "odd_blocks": cell(control[even == 0]),
-            **{k: result[k] for k in ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value",
-                                      "p_value_clustered", "test", "test_clustered")},
-            **({"note": result["note"]} if "note" in result else {})}
+            **{k: result[k] for k in ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test")},
+            "p_value_clustered": paired["p_value"], "test_clustered": CONTROL_PAIRED,
+            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 
 def net_of_practice(games: pd.DataFrame) -> dict:
@@ -153,7 +183,18 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     exog = pd.DataFrame({"even_block": even, "explanation_arm": known["expl_arm"],
                          "explanations_shown": even * known["expl_arm"]})
     fitted = gee_logit(known["won"], exog, known["cluster"], "explanations_shown")
-    return {"model": "won ~ even_block + explanation_arm + even_block:explanation_arm", **fitted}
+    # the p-value: the arms were randomized over participants, so re-draw them (stats.relabel_test) on each
+    # participant's own even - odd difference: exact at any size, where the model's bootstrap refused below
+    # 6 participants in an arm
+    rates = known.assign(even=even).groupby(["cluster", "even"])["won"].mean().unstack("even").dropna()
+    difference = (rates[1.0] - rates[0.0]).to_numpy() if {0.0, 1.0} <= set(rates.columns) else np.array([])
+    arm = known.groupby("cluster")["expl_arm"].max().reindex(rates.index).to_numpy() == 1
+    tested = relabel_test(lambda group, rest: difference[group].mean(-1) - difference[rest].mean(-1), arm)
+    notes = [n for n in (fitted.get("note"), tested.get("note")) if n]
+    return {"model": "won ~ even_block + explanation_arm + even_block:explanation_arm", **fitted,
+            "p_value": tested["p_value"],
+            "test": "participants' own even- minus odd-block win rate, explanation arms vs the others: " + tested["test"],
+            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 
 def controlled(frames: Frames) -> dict:
@@ -182,6 +223,11 @@ def controlled(frames: Frames) -> dict:
         notes.append(f"sham arms ({', '.join(sham_arms)}) have their own rows and are in neither overall row")
     if inc_none is not None:
         rows.append(row(OVERALL_INC_NONE, inc_none, paper_baseline))
+        if real_arms and control_arms:
+            tested = between_arms(inc_none)
+            rows[-1].update(p_value_clustered=tested["win"]["p_value"], test_clustered=tested["win"]["test"],
+                            p_value_score_clustered=tested["score"]["p_value"],
+                            test_score_clustered=tested["score"]["test"])
     blocks = sorted(int(b) for b in games["block"].dropna().unique())
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
             "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 from .figures import FIGURES, caption, mode_name, scopes
+from .stats import UNCALIBRATED_Z
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1180px;padding:0 1em;color:#222}
@@ -31,7 +32,7 @@ code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}su
 DASH = "–"
 PAPER_IMPROVEMENT = "paper's improvement: with expl − overall-inc-none group baseline"
 TABLE1_HEADERS = ["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "with − without expl.",
-                  "within participants: mean of own with − without", "p (z-test)", "p (clustered)", "participants"]
+                  "within participants: mean of own with − without", "p (z-test*)", "p (clustered)", "participants"]
 
 
 # --- number formatting -------------------------------------------------------------------------------
@@ -128,8 +129,11 @@ def table1(controlled, paper: dict | None = None) -> str:
            "baseline for every row, so it mixes showing explanations with practice; <b>with − without expl.</b> "
            "is the row's games with explanations minus its games without (odd blocks), with its participant-"
            "clustered interval and odds ratio; <b>within participants</b> is the mean of each participant's own with "
-           f"− without difference, with the paired test over participants ({_e(paired_test)}). p: the paper's "
-           "two-proportion z-test (games as independent) and a participant-clustered test of with vs without.</p>"
+           f"− without difference, with the paired test over participants ({_e(paired_test)}). p (clustered): a "
+           "participant-clustered test of with vs without: the wild cluster bootstrap, and for the overall-inc.-no-expl. "
+           "row, whose “with” games come from some participants only, the randomization test that re-draws "
+           "which participants are in the explanation arms (report.json's test_clustered names each). "
+           f"* {_e(UNCALIBRATED_Z)}.</p>"
            + _table(TABLE1_HEADERS, body))
     extra = []
     group = (controlled or {}).get("control_group") or {}
@@ -203,7 +207,7 @@ def at_will_section(at_will) -> str:
         out += ("<h3>Explanations used</h3>" + _table(["games", "win rate [95% CI] (n)", "mean score"], rows) +
                 f"<p>Difference {_pct(used.get('difference'))}{_ci(used.get('difference_ci'))}, odds ratio "
                 f"{_num(used.get('odds_ratio'))}{_ci(used.get('odds_ratio_ci'), False, 2)}; {_p_is(used.get('p_value'))} "
-                f"(z-test), {_p(used.get('p_value_clustered'))} (participant-clustered; "
+                f"(the paper's z-test, games as independent: not calibrated), {_p(used.get('p_value_clustered'))} (participant-clustered; "
                 f"{_e(used.get('n_participants', DASH))} participants).</p>")
     adoption = at_will.get("adoption") or {}
     if _missing(adoption):

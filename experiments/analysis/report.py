@@ -30,7 +30,9 @@ report = {
     "control_group": {"arms", "even_blocks": cell, "odd_blocks": cell, "difference", "difference_ci",
                       "odds_ratio", "odds_ratio_ci", "p_value", "p_value_clustered", "test", "test_clustered"}
                      | {"missing"},
-    "net_of_practice": {"model": str, **gee} | {"missing"},
+                     # p_value_clustered: the paired sign-flip test of the control participants' own even - odd
+    "net_of_practice": {"model": str, **gee, "test": str} | {"missing"},   # p_value: stats.relabel_test
+                     # of participants' own even - odd difference, explanation arms vs not (the odds ratio: GEE)
     "notes"?: [str]}                               # or {"table1": [], "missing": str}
     row = {"mode": arm | "overall" | "overall_inc_none", "arms": [arm],
            "with_expl": cell, "no_expl": cell, "group_baseline": cell,
@@ -44,7 +46,9 @@ report = {
                                                # over participants that "test" names
            "improvement_over_baseline": {"score", "win_rate", "definition": str},  # with expl minus own block 1
            "p_value", "test", "p_value_clustered", "test_clustered", "p_value_score_clustered",
-           "test_score_clustered", "n_participants", "note"?}
+           "test_score_clustered", "n_participants", "note"?}  # overall_inc_none with arms both with and without
+           # explanations: p_value(_score)_clustered from stats.relabel_test (controlled.between_arms), the rest
+           # from the wild cluster bootstrap; test_clustered names which
     cell = {"n_games", "win_rate", "ci", "score", "score_ci", "n_participants"}
   "at_will": {                                     # pooled over the analysed at-will studies
     "studies": [id],

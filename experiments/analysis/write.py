@@ -20,6 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .report import json_safe
+from .stats import UNCALIBRATED_Z
 
 OUTPUTS = ("figures", "tables", "report.json", "report.html")   # what a report directory holds (html last)
 ALL = "all"                      # the `study` column of rows over all studies together
@@ -374,7 +375,7 @@ def _table1_lines(controlled: dict) -> list[str]:
     def p(value) -> str:
         return "-" if value is None else "<0.0001" if value < 1e-4 else f"{value:.4f}"
     headers = ["mode", "with expl", "no expl", "group baseline", *(name for name, _ in PRINTED_IMPROVEMENTS),
-               "p (z-test)", "p (clustered)", "p (paired)"]
+               "p (z-test*)", "p (clustered)", "p (paired)"]
     body = []
     for r in rows:
         paper, imp = r.get("improvement_paper") or {}, r.get("improvement") or {}
@@ -385,6 +386,7 @@ def _table1_lines(controlled: dict) -> list[str]:
                      p(r.get("p_value")), p(r.get("p_value_clustered")), p(within.get("p_value"))])
     lines = ["Table 1, win rates (improvements in percentage points):", *_text_table(headers, body)]
     lines += [f"  {name}: {meaning}" for name, meaning in PRINTED_IMPROVEMENTS]
+    lines.append(f"  * {UNCALIBRATED_Z}")
     overall = next((r for r in rows if r.get("mode") == "overall"), None)
     if overall:
         imp, within = overall.get("improvement") or {}, overall.get("improvement_within_participants") or {}
@@ -392,7 +394,7 @@ def _table1_lines(controlled: dict) -> list[str]:
             f"Table 1, overall: win rate with explanations {_printed_rate(overall.get('with_expl'))}, without "
             f"{_printed_rate(overall.get('no_expl'))}, group baseline {_printed_rate(overall.get('group_baseline'))}; "
             f"with - without {_percentage_points(imp.get('win_rate'))} points"
-            f"{_percentage_points_ci(imp.get('win_rate_ci'))}, {_printed_p(overall.get('p_value'))} (z-test), "
+            f"{_percentage_points_ci(imp.get('win_rate_ci'))}, {_printed_p(overall.get('p_value'))} (z-test*), "
             f"{_printed_p(overall.get('p_value_clustered'))} (clustered); within participants "
             f"{_percentage_points(within.get('win_rate'))} points{_percentage_points_ci(within.get('win_rate_ci'))}, "
             f"{_printed_p(within.get('p_value'))} (paired test, {within.get('n_participants', 0)} participants)")
@@ -410,7 +412,7 @@ def format_summary(report: dict, written: dict) -> str:
     used = (report.get("at_will") or {}).get("explanations_used") or {}
     if used.get("with") or used.get("without"):
         lines.append(f"At-will: win rate using explanations {_printed_rate(used.get('with'))}, never using them "
-                     f"{_printed_rate(used.get('without'))}; {_printed_p(used.get('p_value'))} (z-test), "
+                     f"{_printed_rate(used.get('without'))}; {_printed_p(used.get('p_value'))} (z-test*), "
                      f"{_printed_p(used.get('p_value_clustered'))} (clustered)")
     else:
         lines.append(f"At-will: {(report.get('at_will') or {}).get('missing') or 'no at-will games'}")
