@@ -99,7 +99,9 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     extreme = np.abs(null_t) >= abs(t) * (1 - 1e-10)
     if G <= ENUMERATE_UP_TO:
         extreme[[0, -1]] = True         # the study's own pattern (all +1) and its mirror: |t*| = |t| exactly
-    p = float(np.mean(extreme))
+        p = float(np.mean(extreme))
+    else:                               # random patterns: the study's own counts once more, so p >= 1/(draws + 1)
+        p = float((np.sum(extreme) + 1) / (len(extreme) + 1))
     spread_t = _bootstrap_t(X, codes, G, bread, h, term, residual, weights, scale)
     q = float(np.quantile(np.abs(spread_t), 1 - ALPHA, method="higher"))    # no interpolation: inf stays inf
     ci = (estimate - q * se, estimate + q * se) if np.isfinite(q) else None

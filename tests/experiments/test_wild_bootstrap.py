@@ -94,6 +94,8 @@ def test_random_patterns_are_seeded_and_many_participants_get_the_t_test():
     y, X, who = clustered_data(20)
     first, again = wild_cluster_test(y, X, who, 1, seed=4), wild_cluster_test(y, X, who, 1, seed=4)
     assert first == again and "9,999 random sign patterns (seed 4)" in first.method
+    strong, X, who = clustered_data(20, effect=5.0)
+    assert wild_cluster_test(strong, X, who, 1).p_value == pytest.approx(1 / 10_000)   # never 0: the study counts
     y, X, who = clustered_data(MAX_CLUSTERS)
     tested = wild_cluster_test(y, X, who, 1)
     fitted = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": who})
