@@ -340,7 +340,8 @@ def power(config: PowerConfig) -> dict:
               "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; it does not keep "
                                  "its level when participants differ: results/null_calibration.md)",
                         "clustered": "the analysis's participant-clustered test (Table 1 p_value_clustered: the wild "
-                                     "cluster bootstrap, experiments/analysis/wild_bootstrap.py)"},
+                                     "cluster bootstrap, experiments/analysis/wild_bootstrap.py; for overall_inc_none "
+                                     "the participant-level randomization test of the arms, stats.relabel_test)"},
               "power": rows, "participants_for_target": needed, "participants_for_target_ci": intervals,
               "projected": projections, "projection_method": PROJECTION,
               "cost": {"studies": len(studies), "games": games, "seconds": seconds,
