@@ -368,6 +368,7 @@ def _serve(args: argparse.Namespace) -> int:
         print("Stop with Ctrl-C.", flush=True)
 
     with redis_for(config):      # the embedded Redis unless a URL is given; stopped on Ctrl-C and SIGTERM
+        _check_study_files(config)
         workers = None
         if args.workers:             # this machine's inference workers, restarted when one dies
             from server.worker import WorkerProcesses, worker_arguments
@@ -380,6 +381,20 @@ def _serve(args: argparse.Namespace) -> int:
         finally:
             if workers is not None:
                 workers.stop()
+
+
+def _check_study_files(config) -> None:
+    """Before anything starts: a study file that is malformed or would change a stored study's
+    pre-registration stops `exag serve` with one line; a paid study playing a public agent is warned of."""
+    from server.store import Store
+    from server.study_check import check_study_files
+
+    store = Store.connect(config.redis_url)
+    try:
+        for warning in check_study_files(config.studies_dir, store, config.agent):
+            print(f"warning: {warning}", flush=True)
+    finally:
+        store.close()
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -445,7 +460,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _exclude_flags(text: str | None) -> frozenset[str] | None:
     """--exclude fast_games,straight_lined -> those flags (analyze checks them); "none" or "" -> none;
-    not given -> None (analyze's default: none)."""
+    not given -> None (analyze's default: a pre-registered study's registered exclusions, else none)."""
     if text is None:
         return None
     return frozenset(f.strip() for f in text.split(",") if f.strip() and f.strip() != "none")
@@ -461,7 +476,7 @@ def _analyze(args: argparse.Namespace) -> int:
     exclude = _exclude_flags(args.exclude)
     try:
         tables = load_tables(args.redis_url or args.data, studies=args.study or None)
-        report = analyze(tables, bench_dir=args.bench, progress=True,
+        report = analyze(tables, bench_dir=args.bench, progress=True, no_exclusions=args.no_exclusions,
                          **({"exclude_flags": exclude} if exclude is not None else {}))
     except AnalysisError as error:
         print(f"exag: error: {error}", file=sys.stderr)
@@ -827,8 +842,19 @@ def build_parser() -> argparse.ArgumentParser:
                          help="directory of `exag bench ... --json` results to show beside the study")
     analyze.add_argument("--exclude", default=None, metavar="FLAGS",
                          help="exclude participants with any of these quality flags, comma-separated: "
-                              "no_questions, fast_games, straight_lined (default: exclude none)")
+                              "no_questions, fast_games, straight_lined (default: a pre-registered study's registered "
+                              "exclusions, else none; on pre-registered data other flags are a deviation, "
+                              "reported as such)")
+    analyze.add_argument("--no-exclusions", action="store_true",
+                         help="exclude nobody, pre-registered or not: only the unexcluded analysis (what a "
+                              "pre-registered report shows as its sensitivity analysis)")
     analyze.set_defaults(run=_analyze)
+
+    from experiments import preregister as preregistration     # the command's own module (plain data: cheap)
+    preregister = commands.add_parser("preregister", help=preregistration.HELP,
+                                      description=preregistration.DESCRIPTION,
+                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    preregistration.add_arguments(preregister)
 
     simulate = commands.add_parser(
         "simulate", help="a whole study played by simulated participants, exported for `exag analyze`",

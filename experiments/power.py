@@ -106,7 +106,7 @@ def significance(events: list[dict]) -> dict[str, dict]:
 def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None:
     """A process's loop: one in-process server, then studies from `tasks` until its end (None) or `stop`."""
     os.environ["OMP_NUM_THREADS"] = "1"          # before torch loads: one core per process
-    from server.simulate import DEFAULT_MIX, Eyes, InProcessServer, members, play_study
+    from server.simulate import DEFAULT_MIX, Eyes, InProcessServer, members, play_study, seeded_study
 
     try:
         base = load_study(config.study)
@@ -120,8 +120,10 @@ def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None
                 if task is None:            # one per process after the studies: no more work
                     break
                 size, repeat = task
-                study = server.add_study(replace(base, study_id=f"{base.study_id[:40]}-n{size}-r{repeat}"))
                 seed = int(np.random.SeedSequence([config.seed, size, repeat]).generate_state(1)[0])
+                # each repeat its own draw of the arms and orders, from its seed (not the study file's)
+                study = server.add_study(seeded_study(replace(base, study_id=f"{base.study_id[:40]}-n{size}-r{repeat}",
+                                                              seed=None), seed))
                 who = members(config.players or DEFAULT_MIX, size, seed, f"n{size}r{repeat}")
                 started = time.perf_counter()
                 played = play_study(server, study, who, eyes, config.threads, on_game=lambda: results.put(("game", 1)),

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .checks import CHECK_FLAGS
+
 FAST_GAME_S = 10.0               # nobody looks at the images, asks, reads the answer, rates and guesses faster
 STRAIGHT_LINE_MIN_RATINGS = 5    # fewer identical ratings than this can be honest agreement
+# every flag a participant can raise: the names a pre-registration may exclude by (game/preregistration.py)
+# and `exag analyze --exclude` takes (experiments/analysis/frames.py)
+FLAGS = ("no_questions", "fast_games", "straight_lined") + CHECK_FLAGS   # the last from participant checks
 
 
 @dataclass(frozen=True)

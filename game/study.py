@@ -1,14 +1,23 @@
-"""Study design as plain data: arms, balanced assignment, and the block schedule of controlled studies.
+"""Study design as plain data: arms, orders and the block schedule of controlled studies (who gets which
+arm and order: game/assignment.py).
 
 Controlled studies (RESEARCH.md 1): each participant gets one arm for good; sessions of 5 games
-alternate without/with explanations, starting without, at least 4 sessions. Block 1 is the group
-baseline; the "none" arm (the paper's WithoutExpl control group) never sees explanations. At-will
-studies have one arm: the player buys explanations when they like.
+alternate without/with explanations, at least 4 sessions. The study's `order` says which comes first:
+"abab" (without first, the paper's), "baba" (with first) or "counterbalanced" (the default: half of each
+arm each way, drawn with the arm by the study's seeded blocked randomization, game/assignment.py). The
+"none" arm (the paper's WithoutExpl control group) never sees explanations. At-will studies have one arm:
+the player buys explanations when they like (they have no order).
 
 A study is a JSON file:
     {"study_id": "pilot-1", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"],
-     "sessions": 4, "games_per_session": 5, "completion_code": "C0DE", "redirect_url": "https://..."}
+     "sessions": 4, "games_per_session": 5, "order": "counterbalanced", "completion_code": "C0DE",
+     "redirect_url": "https://..."}
+(no "seed": the server draws one when it creates the study, and stores and exports the study with it)
 A sanity check adds sham arms ("attention-shuffled", "nle-other", or combined: "attention+nle-other").
+Optional, each its own module: "checks" (a comprehension check after the instructions, attention checks
+between games, a colour-vision screen, demographics in the questionnaire: game/checks.py), "preregistration"
+(the rules fixed before data and their hash: game/preregistration.py, `exag preregister`) and
+"completion_codes": "per_participant" (a code only that participation could have earned: server/completion.py).
 """
 from __future__ import annotations
 
@@ -17,6 +26,9 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from . import preregistration
+from .assignment import ORDERS, PLAYED
+from .checks import parse_checks
 from .settings import GameSettings, settings_named
 
 # Sham modes, for sanity checks (explainers/sham.py): each image shows a real explainer's output for another
@@ -26,6 +38,7 @@ SHAM_MODES = ("attention-shuffled", "nle-other")
 MODES = ("attention", "relqa", "objscene", "nle", "introspect") + SHAM_MODES   # modes an arm can combine
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
 KINDS = ("controlled", "at-will")
+COMPLETION_CODES = ("static", "per_participant")
 
 
 def arm_modes(arm: str) -> tuple[str, ...]:
@@ -59,6 +72,15 @@ class StudyConfig:
     title: str = ""              # shown to participants
     agent: str = ""              # the agent players question: a shipped name or a checkpoint directory on the
                                  # server ("" = the server's agent); paid studies can name a private one
+    preregistration: dict = field(default_factory=dict)   # the rules fixed before data, and their hash once
+                                 # `exag preregister` wrote it (game/preregistration.py); {} = not pre-registered
+    completion_codes: str = "static"   # "static": everyone is shown completion_code; "per_participant": a code
+                                 # only that participation could have earned, in the export (server/completion.py)
+    order: str = "counterbalanced"   # controlled: "abab" (without explanations first), "baba" (with first) or
+                                     # "counterbalanced" (half of each arm each way); at-will studies ignore it
+    seed: int | None = None      # of the arm assignment (game/assignment.py); None: the server draws one at creation
+    checks: dict = field(default_factory=dict)   # participant checks as data (game/checks.py: comprehension,
+                                 # colour screen, attention, demographics); {} = none
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -75,12 +97,21 @@ class StudyConfig:
             raise ValueError("sessions and games_per_session must be positive")
         if not isinstance(self.agent, str) or len(self.agent) > 500 or any(c in self.agent for c in "\n\r\0"):
             raise ValueError("agent: a shipped agent name or a checkpoint directory on the server (\"\" = the server's)")
+        if self.completion_codes not in COMPLETION_CODES:
+            raise ValueError(f"completion_codes must be {' or '.join(COMPLETION_CODES)}")
+        preregistration.check(self)
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be {', '.join(ORDERS[:-1])} or {ORDERS[-1]}, got {self.order!r}")
+        if self.seed is not None and (type(self.seed) is not int or self.seed < 0):
+            raise ValueError(f"seed must be a non-negative integer (or absent: the server draws one), "
+                             f"got {self.seed!r}")
         if not isinstance(self.settings, dict):
             raise ValueError("settings must be an object of GameSettings overrides")
         try:
             settings_named(self.kind, **self.settings)
         except TypeError as error:
             raise ValueError(f"settings: {error}") from error
+        parse_checks(self.checks, self.games, frozenset(item["key"] for item in QUESTIONNAIRE))
 
     @property
     def games(self) -> int:
@@ -125,12 +156,6 @@ def load_study(path: str | Path) -> StudyConfig:
         raise ValueError(f"{path}: {error}") from error
 
 
-def assign_arm(study: StudyConfig, counts: dict[str, int]) -> str:
-    """The arm with the fewest participants counted so far (those who finished or are still playing;
-    dropouts are not counted, so their arm is refilled), ties broken by the study's arm order."""
-    return min(study.arms, key=lambda arm: (counts.get(arm, 0), study.arms.index(arm)))
-
-
 def for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:
     """At-will: the explainers run on the secret image when explanations are bought (the NLE when offered)."""
     return settings.for_the_secret + (("nle",) if nle else ())
@@ -145,11 +170,22 @@ def explainers_of(study: StudyConfig, arm: str) -> tuple[str, ...]:
     return arm_modes(arm)
 
 
-def with_explanations(study: StudyConfig, arm: str, game_number: int) -> bool:
+def with_explanations(study: StudyConfig, arm: str, game_number: int, order: str) -> bool:
     """Whether game `game_number` (0-based) of a participant shows the arm's explanations: sessions
-    alternate without/with, starting without; at-will studies let the player decide every round."""
+    alternate, starting without in order "abab" and with in "baba" (the participant's order,
+    game/assignment.py); at-will studies let the player decide every round."""
     if study.kind == "at-will":
         return True
+    if order not in PLAYED:
+        raise ValueError(f"a participant plays order abab or baba, not {order!r}")
     if not arm_modes(arm):
         return False
-    return (game_number // study.games_per_session) % 2 == 1
+    return (game_number // study.games_per_session) % 2 == (0 if order == "baba" else 1)
+
+
+def fixed_order(study: StudyConfig) -> str | None:
+    """The order of a participant who names their arm (demos: no randomization, so no counterbalancing):
+    the study's when it fixes one, else the paper's "abab"; None in at-will studies."""
+    if study.kind == "at-will":
+        return None
+    return study.order if study.order in PLAYED else "abab"

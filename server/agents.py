@@ -47,6 +47,14 @@ def checkpoint_dir(name: str | Path) -> Path:
     raise FileNotFoundError(f"no agent at {str(name)!r}: not a directory with config.json, nor a shipped agent")
 
 
+def is_shipped(name: str | Path) -> bool:
+    """Whether the agent is one of the shipped (public) checkpoints, whose replay the threat model warns of."""
+    try:
+        return checkpoint_dir(name).resolve().is_relative_to(CHECKPOINT_DIR.resolve())
+    except FileNotFoundError:
+        return False
+
+
 def checkpoint_fingerprint(name: str | Path) -> str:
     """A short hash of the checkpoint's files (configuration, vocabulary, weights)."""
     path = checkpoint_dir(name).resolve()

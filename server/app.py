@@ -29,7 +29,7 @@ from .rating_task import RatingTask
 from .rounds import RoundQueue
 from .routes import FRONTEND, pages
 from .store import Store
-from .study_check import check_study
+from .study_check import check_study, check_unchanged
 
 ASYNC_MODE = "threading"   # plain threads: no monkey-patching, simple-websocket serves websockets
 log = logging.getLogger(__name__)
@@ -108,15 +108,19 @@ def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
 
 def load_studies(store: Store, studies_dir: Path, pool: GamePool, agents: Agents) -> list[str]:
     """Study files not yet in Redis are added (open); studies already there keep their state. A new study
-    that cannot run on this server (check_study, as for the admin form) is refused with its reason."""
+    that cannot run on this server (check_study, as for the admin form) is refused with its reason, and so
+    is a file that would change the pre-registration of a study already there (check_unchanged)."""
     added = []
     for path in sorted(Path(studies_dir).glob("*.json")) if Path(studies_dir).is_dir() else []:
         study = load_study(path)
-        if store.study(study.study_id) is None:
-            try:
+        stored = store.study(study.study_id)
+        try:
+            if stored is None:
                 check_study(study, pool, agents)
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from error
+            else:
+                check_unchanged(study, stored[0])
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from error
         if store.save_study(study, "open", {"type": "study_created", "study": study.study_id, "config": study.to_dict(),
                                             "source": path.name}, only_if_new=True):
             added.append(study.study_id)

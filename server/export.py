@@ -1,5 +1,7 @@
 """The event log as tidy tables: one row per game, per question round, per helpfulness rating, per
-explanation shown, per participant and per independent rater's rating; plus the raw events.
+explanation shown, per participant, per independent rater's rating and per study (its config and
+pre-registration, from `study_created`) and per assignment (each join's arm, order and slot of the study's
+seeded sequence, game/assignment.py); plus the raw events.
 
     exag export --format csv|jsonl|parquet --out DIR [--redis-url URL | --data-dir DIR]
 """
@@ -12,12 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from game.checks import CHECK_FLAGS
 from game.quality import PlayedGame, quality_flags
 from game.settings import RATINGS
 
 FORMATS = ("csv", "jsonl", "parquet")
 RATING_SCORE = {r: len(RATINGS) - i for i, r in enumerate(RATINGS)}   # "Helping a lot" = 5 ... "Completely confusing" = 1
 GAME_KEYS = ("study", "participant", "arm", "game_number")
+ASSIGNMENT_COLUMNS = ["study", "participant", "slot", "block", "arm", "order", "assigned", "refilled_slot",
+                      "assigned_by"]
+STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256"]
+CHECK_EVENTS = ("comprehension", "colour_screen", "attention_check", "demographics", "screened_out")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # OWASP: a spreadsheet runs cells that start so
 
 
@@ -51,9 +58,11 @@ def tables(events: Iterable[dict]) -> dict[str, pd.DataFrame]:
     games: dict[str, dict] = {}
     rounds: dict[tuple[str, int], dict] = {}
     ratings, explanations, participants, rater, problems = [], [], {}, [], []
+    studies: dict[str, dict] = {}
+    assignments: list[dict] = []
     for e in events:
         try:
-            _tabulate(clean(e), games, rounds, ratings, explanations, participants, rater)
+            _tabulate(clean(e), games, rounds, ratings, explanations, participants, rater, studies, assignments)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
             problems.append({"id": clean(str(e.get("id", ""))), "type": clean(str(e.get("type", ""))),
                              "error": f"{type(error).__name__}: {clean(str(error))}"[:300]})
@@ -63,6 +72,8 @@ def tables(events: Iterable[dict]) -> dict[str, pd.DataFrame]:
     return {"games": pd.DataFrame(list(games.values())), "rounds": pd.DataFrame(list(rounds.values())),
             "ratings": pd.DataFrame(ratings), "explanations": pd.DataFrame(explanations),
             "participants": pd.DataFrame(list(participants.values())), "rater_ratings": pd.DataFrame(rater),
+            "studies": pd.DataFrame(list(studies.values()), columns=STUDY_COLUMNS),
+            "assignments": pd.DataFrame(assignments, columns=ASSIGNMENT_COLUMNS),
             "problems": pd.DataFrame(problems, columns=["id", "type", "error"])}
 
 
@@ -75,26 +86,41 @@ def _add_quality_flags(participants: dict, games: dict, ratings: list[dict]) -> 
         rated.setdefault((r["study"], r["participant"]), []).append(r["rating"])
     for key, row in participants.items():
         row.update(quality_flags(played.get(key, []), rated.get(key, [])))
+        raised = [name for name in CHECK_FLAGS if row.get(name)]     # the participant checks' flags (_check_result)
+        row["flags"] = "+".join(filter(None, [row["flags"], *raised]))
 
 
 def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: list, participants: dict,
-              rater: list) -> None:
+              rater: list, studies: dict, assignments: list) -> None:
     kind, game = e["type"], e.get("game")
+    if kind == "study_created":
+        studies[e["study"]] = _study_row(e)
     if kind == "join":
         participants[(e["study"], e["participant"])] = {
-            "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "joined": e["time"],
+            "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "order": e.get("order"),
+            "slot": e.get("slot"), "joined": e["time"],
             "consented": None, "finished": None, **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
+        # every assignment as the join logged it: reproducible from the study's seed (studies table's config;
+        # game/assignment.py); assigned_by "link" where a demo named its arm, empty for joins from before slots
+        assignments.append({"study": e["study"], "participant": e["participant"], "slot": e.get("slot"),
+                            "block": e.get("block"), "arm": e.get("arm"), "order": e.get("order"),
+                            "assigned": e["time"], "refilled_slot": e.get("refilled_slot"),
+                            "assigned_by": e.get("assigned_by")})
     elif kind == "consent" and (e["study"], e["participant"]) in participants:
         participants[(e["study"], e["participant"])]["consented"] = e["time"]
+    elif kind in CHECK_EVENTS and (e["study"], e["participant"]) in participants:
+        _check_result(participants[(e["study"], e["participant"])], e)
     elif kind == "questionnaire" and (e["study"], e["participant"]) in participants:
         participants[(e["study"], e["participant"])].update(
             {f"q_{k}": v for k, v in (e.get("answers") or {}).items()})
     elif kind == "finish" and (e["study"], e["participant"]) in participants:
         participants[(e["study"], e["participant"])]["finished"] = e["time"]
+        if "completion_code" in e:          # per-participant codes (server/completion.py): what the researcher verifies
+            participants[(e["study"], e["participant"])]["completion_code"] = e["completion_code"]
     elif kind == "game_start":
         games[game] = {"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "session": e.get("session"),
                        "setting": e.get("setting"), "with_explanations": e.get("with_explanations"),
-                       "modes": "+".join(e.get("modes") or []), "difficulty": e.get("difficulty"),
+                       "order": e.get("order"), "modes": "+".join(e.get("modes") or []), "difficulty": e.get("difficulty"),
                        "n_images": len(e.get("images") or []),
                        "secret_image": (e.get("world_images") or e["images"])[e["secret"]],
                        "started": e["time"], "guess_image": None, "right": None, "score": None, "won": None,
@@ -127,6 +153,38 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
     elif kind == "rater_rating":
         rater.append({k: e.get(k) for k in ("rater", "item", "game", "round", "explainer", "kind",
                                              "explanation_rating", "answer_rating", "time")})
+
+
+def _study_row(event: dict) -> dict:
+    """A study as it was created: its whole config as JSON text, and its pre-registration (the rules the
+    analysis applies by default, game/preregistration.py) in columns of their own."""
+    config = event["config"]
+    plan = config.get("preregistration") or {}
+    return {"study": event["study"], "created": event["time"], "kind": config.get("kind"),
+            "config": json.dumps(config, sort_keys=True),
+            "preregistration": json.dumps(plan, sort_keys=True) if plan else None,
+            "preregistration_sha256": plan.get("sha256")}
+
+
+def _check_result(row: dict, e: dict) -> None:
+    """A participant check's result (game/checks.py, server/play.py) in its participant's columns; a study
+    without checks has none of them, a participant who never reached a check has it empty."""
+    kind = e["type"]
+    if kind == "comprehension":          # one event an attempt: the latest says where the participant stands
+        row.update(comprehension_failures=e["failures"], comprehension_passed=e["passed"],
+                   comprehension_failed=bool(row.get("comprehension_failed") or e.get("flagged")))
+    elif kind == "colour_screen":
+        row.update(colour_screen_correct=e["correct"], colour_screen_plates=e.get("plates"),
+                   colour_screen_rule=e.get("rule"), colour_screen_passed=e["passed"],
+                   colour_screen_failed=not e["passed"])
+    elif kind == "attention_check":
+        row["attention_total"] = (row.get("attention_total") or 0) + 1
+        row["attention_passed"] = (row.get("attention_passed") or 0) + int(bool(e["passed"]))
+        row["attention_failed"] = row["attention_passed"] < row["attention_total"]
+    elif kind == "demographics":
+        row.update({f"demo_{k}": v for k, v in (e.get("answers") or {}).items()})
+    else:                                # screened_out: which check ended the participation
+        row["screened_out"] = e.get("check")
 
 
 def _explanation_rows(event: dict, round_: int) -> list[dict]:

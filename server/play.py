@@ -16,20 +16,27 @@ import time
 import numpy as np
 
 from game import rules
+from game.assignment import next_slot, study_slot
+from game.checks import PREFER_NOT, grade_attention, grade_colour_screen, grade_comprehension, parse_checks
+from game.checks import attention_view, colour_screen_view, comprehension_view
 from game.image_sets import ImageSet, choose_image_set
 from game.seeding import seeded_rng
 from game.settings import RATINGS, GameSettings, settings_named
 from game.state import FINISHED, GameState, player_view
-from game.study import QUESTIONNAIRE, StudyConfig, assign_arm, explainers_of, for_the_secret, with_explanations
+from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order, for_the_secret, with_explanations
 
 from . import browser
 from .agents import AgentHandle, Agents, AgentUnavailable
+from .completion import completion_code
 from .config import ServerConfig
 from .pool import GamePool
 from .rounds import RoundError, RoundJob
 from .store import Store
 
-STAGES = CONSENT, INSTRUCTIONS, GAME, QUESTIONNAIRE_STAGE, DONE = "consent", "instructions", "game", "questionnaire", "done"
+# in the order a participant meets them; the checks (game/checks.py) only where the study configures them
+STAGES = (CONSENT, INSTRUCTIONS, COMPREHENSION, COLOUR_SCREEN, GAME, ATTENTION_CHECK, QUESTIONNAIRE_STAGE, DONE,
+          SCREENED_OUT) = ("consent", "instructions", "comprehension", "colour_screen", "game", "attention_check",
+                           "questionnaire", "done", "screened_out")
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
 NO_COOKIE = ("your browser did not send this study's cookie; please allow cookies for this site and reload the "
@@ -81,12 +88,15 @@ class Play:
                 return (study.study_id, pid), self.view(study.study_id, pid), message
             if status != "open":
                 raise PlayError("this study is closed")
-            arm = self._arm(study, payload.get("arm"))
-            now = time.time()
-            participant = {"pid": pid, "study": study.study_id, "arm": arm, "ids": ids, "binding": binding,
-                           "stage": CONSENT, "game_number": 0, "games": [], "joined": now, "last_seen": now,
-                           "finished": None}
-            self.store.commit(participant=participant, events=[self._event("join", participant, arm=arm, ids=ids)])
+            # the slot is dealt and its participant stored under one lock: two arrivals never take the same slot
+            with self.store.lock(f"assign:{study.study_id}"):
+                assigned = self._assign(study, status, payload.get("arm"))
+                now = time.time()
+                participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"], "order": assigned["order"],
+                               "slot": assigned["slot"], "ids": ids, "binding": binding, "stage": CONSENT,
+                               "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
+                self.store.commit(participant=participant,
+                                  events=[self._event("join", participant, ids=ids, **assigned)])
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
     def _study(self, study_id: str) -> tuple[StudyConfig, str]:
@@ -111,19 +121,33 @@ class Play:
             return f"pid:anon-{secrets.token_hex(6)}", ids
         raise PlayError("this link has no participant id (pid, PROLIFIC_PID or workerId); use the link you were given")
 
-    def _arm(self, study: StudyConfig, wanted: str | None) -> str:
+    def _assign(self, study: StudyConfig, status: str, wanted: str | None) -> dict:
+        """A newcomer's arm and order, and the slot of the study's seeded sequence it came from
+        (game/assignment.py: the next slot, or the lowest one whose holders all dropped out). A named arm
+        (demos: `choose_arm`) takes no slot and plays the study's fixed order (game/study.py fixed_order).
+        The caller holds the study's assignment lock."""
         if wanted is not None:
             if not study.choose_arm:
                 raise PlayError("this study assigns arms itself")
             if wanted not in study.arms:
                 raise PlayError(f"unknown arm {wanted!r}; this study has {', '.join(study.arms)}")
-            return wanted
-        with self.store.lock(f"assign:{study.study_id}"):
-            now, counts = time.time(), {}
-            for p in self.store.participants(study.study_id):
-                if p["stage"] == DONE or now - p["last_seen"] < self.config.dropout_after_s:
-                    counts[p["arm"]] = counts.get(p["arm"], 0) + 1
-            return assign_arm(study, counts)
+            return {"arm": wanted, "order": fixed_order(study), "slot": None, "block": None, "refilled_slot": None,
+                    "assigned_by": "link"}
+        if study.seed is None:       # stored before studies had seeds: Store.save_study draws one, before any slot
+            self.store.save_study(study, status)
+            study, _ = self.store.study(study.study_id)
+        now, dealt, held = time.time(), 0, set()
+        for p in self.store.participants(study.study_id):
+            if p.get("slot") is None:          # a named arm, or a participant from before slots
+                continue
+            dealt = max(dealt, p["slot"] + 1)
+            # a screened-out participant will play no game: their slot goes to the next arrival at once
+            if p["stage"] != SCREENED_OUT and (p["stage"] == DONE or now - p["last_seen"] < self.config.dropout_after_s):
+                held.add(p["slot"])
+        dealt_slot = study_slot(study, next_slot(dealt, held))
+        return {"arm": dealt_slot.arm, "order": dealt_slot.order, "slot": dealt_slot.number, "block": dealt_slot.block,
+                "refilled_slot": dealt_slot.number if dealt_slot.number < dealt else None,
+                "assigned_by": "randomization"}
 
     # --- the participant's path -------------------------------------------------------------------
 
@@ -139,7 +163,7 @@ class Play:
     def begin(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
             participant = self._participant(who, INSTRUCTIONS, "start the games")
-            self._start_game(participant)
+            self._after_instructions(participant)
         return self.view(*who)
 
     def next_game(self, who: tuple[str, str], payload: dict) -> dict:
@@ -151,7 +175,11 @@ class Play:
             study, _ = self._study(participant["study"])
             participant["game_number"] += 1
             if participant["game_number"] < study.games:
-                self._start_game(participant)
+                attention = parse_checks(study.checks).attention
+                if attention and attention.due(participant["game_number"], study.games):
+                    self._show_check(participant, ATTENTION_CHECK)
+                else:
+                    self._start_game(participant)
             else:
                 participant.update(stage=QUESTIONNAIRE_STAGE, last_seen=time.time(), current_game=None)
                 self.store.commit(participant=participant, events=[self._event("games_done", participant)])
@@ -161,7 +189,8 @@ class Play:
         with self.store.locked(*who):
             participant = self._participant(who, QUESTIONNAIRE_STAGE, "send the questionnaire")
             answers = payload["answers"]
-            known = {item["key"] for item in QUESTIONNAIRE}
+            demographics = parse_checks(self.store.study(participant["study"])[0].checks).demographics
+            known = {item["key"] for item in QUESTIONNAIRE} | {item.key for item in demographics}
             unknown = sorted(set(answers) - known)
             if unknown:
                 raise PlayError(f"unknown questionnaire item(s): {', '.join(unknown)}")
@@ -169,22 +198,145 @@ class Play:
                 value = answers.get(item["key"])
                 if item["type"] == "scale" and value not in item["options"]:
                     raise PlayError(f"please answer: {item['text']}")
+            about = self._demographics(demographics, answers)
+            answers = {k: v for k, v in answers.items() if k not in about}   # the questionnaire's own, as before
             participant.update(stage=DONE, last_seen=time.time(), finished=time.time())
+            earned = self._earned_code(participant)
             # the completion code is shown only from the state written here, i.e. after it is stored
             self.store.commit(participant=participant,
                               events=[self._event("questionnaire", participant, answers=answers),
-                                      self._event("finish", participant)])
+                                      *([self._event("demographics", participant, answers=about)] if about else []),
+                                      self._event("finish", participant, **earned)])
         return self.view(*who)
+
+    # --- participant checks (game/checks.py: the rules; here their stages) ----------------------------
+
+    def _after_instructions(self, participant: dict, events: list[dict] | tuple = ()) -> None:
+        """The stage after the instructions and after each check: the comprehension check until it is done,
+        then the colour screen, then the first game; `events` (the check's result) are committed with the move."""
+        study, _ = self._study(participant["study"])
+        checks, done = parse_checks(study.checks), participant.setdefault("checks", {})
+        if checks.comprehension and not done.get("comprehension_done"):
+            self._show_check(participant, COMPREHENSION, events)
+        elif checks.colour_screen and "colour_screen_passed" not in done:
+            self._show_check(participant, COLOUR_SCREEN, events)
+        else:
+            self._start_game(participant, events)
+
+    def _show_check(self, participant: dict, stage: str, events: list[dict] | tuple = ()) -> None:
+        participant.update(stage=stage, current_game=None, last_seen=time.time())
+        self.store.commit(participant=participant, events=[*events, self._event("check_shown", participant, check=stage)])
+
+    def comprehension(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, COMPREHENSION, "answer these questions")
+            study, _ = self._study(participant["study"])
+            done = participant.setdefault("checks", {})
+            try:
+                result = grade_comprehension(parse_checks(study.checks).comprehension, payload["answers"],
+                                             done.get("comprehension_failures", 0))
+            except ValueError as error:       # unanswered or unknown: not an attempt
+                raise PlayError(str(error)) from error
+            # the record's results are named as the export's columns and flags (server/export.py _check_result)
+            done.update(comprehension_failures=result.failures, comprehension_passed=result.passed,
+                        comprehension_failed=result.flagged, comprehension_done=result.then == "continue")
+            event = self._event("comprehension", participant, answers=payload["answers"], passed=result.passed,
+                                wrong=list(result.wrong), failures=result.failures, flagged=result.flagged,
+                                then=result.then)
+            if result.then == "continue":
+                self._after_instructions(participant, [event])
+            elif result.then == "instructions":     # read them again, then answer again
+                participant.update(stage=INSTRUCTIONS, last_seen=time.time())
+                self.store.commit(participant=participant, events=[event])
+            else:
+                self._screen_out(participant, "comprehension", [event])
+        return self.view(*who)
+
+    def colour_screen(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, COLOUR_SCREEN, "answer the colour plates")
+            study, _ = self._study(participant["study"])
+            screen = parse_checks(study.checks).colour_screen
+            try:
+                result = grade_colour_screen(screen, payload["answers"])
+            except ValueError as error:
+                raise PlayError(str(error)) from error
+            participant.setdefault("checks", {}).update(colour_screen_passed=result.passed,
+                                                        colour_screen_correct=result.correct,
+                                                        colour_screen_failed=not result.passed)
+            event = self._event("colour_screen", participant, answers=payload["answers"], correct=result.correct,
+                                plates=len(screen.plates), min_correct=screen.min_correct, rule=screen.rule,
+                                passed=result.passed, then=result.then)
+            if result.then == "screen_out":
+                self._screen_out(participant, "colour_screen", [event])
+            else:
+                self._after_instructions(participant, [event])
+        return self.view(*who)
+
+    def attention_check(self, who: tuple[str, str], payload: dict) -> dict:
+        with self.store.locked(*who):
+            participant = self._participant(who, ATTENTION_CHECK, "answer this question")
+            study, _ = self._study(participant["study"])
+            done = participant.setdefault("checks", {})
+            number = done.get("attention_total", 0)
+            item = parse_checks(study.checks).attention.item(number)
+            try:
+                passed = grade_attention(item, payload["answer"])
+            except ValueError as error:
+                raise PlayError(str(error)) from error
+            done.update(attention_total=number + 1, attention_passed=done.get("attention_passed", 0) + passed)
+            done["attention_failed"] = done["attention_passed"] < done["attention_total"]
+            event = self._event("attention_check", participant, item=item.key, number=number, answer=payload["answer"],
+                                passed=passed, after_games=participant["game_number"])
+            self._start_game(participant, [event])
+        return self.view(*who)
+
+    def _screen_out(self, participant: dict, check: str, events: list[dict]) -> None:
+        """Ends the participation as the study's checks say: the page shows the platform's screened-out
+        code and link (checks.screen_out), never the completion code."""
+        participant.update(stage=SCREENED_OUT, screened_out=check, last_seen=time.time())
+        self.store.commit(participant=participant, events=[*events, self._event("screened_out", participant, check=check)])
+
+    @staticmethod
+    def _demographics(items, answers: dict) -> dict:
+        """The demographics answers among a questionnaire's: every choice item answered ("Prefer not to say"
+        is always one of its options), text items may stay empty."""
+        for item in items:
+            if item.type == "choice" and answers.get(item.key) not in item.options:
+                raise PlayError(f"please answer: {item.text} (or choose “{PREFER_NOT}”)")
+        return {item.key: answers.get(item.key, "") for item in items}
+
+    @staticmethod
+    def _checks_view(study: StudyConfig, participant: dict, view: dict) -> None:
+        """The checks' part of the view, rebuilt from the participant record alone (so a reload resumes):
+        the current check's questions or plates (never their right answers), the comprehension attempts
+        for the instructions, the demographics items, the screened-out code."""
+        checks, done, stage = parse_checks(study.checks), participant.get("checks", {}), participant["stage"]
+        view["demographics"] = [item.public() for item in checks.demographics]
+        view["check"] = None
+        view["screened_out"] = None
+        if checks.comprehension:
+            view["instructions"]["comprehension"] = {"failures": done.get("comprehension_failures", 0)}
+        if stage == COMPREHENSION:
+            view["check"] = comprehension_view(checks.comprehension, done.get("comprehension_failures", 0))
+        elif stage == COLOUR_SCREEN:
+            view["check"] = colour_screen_view(checks.colour_screen, study.study_id)
+        elif stage == ATTENTION_CHECK:
+            view["check"] = attention_view(checks.attention, done.get("attention_total", 0))
+        elif stage == SCREENED_OUT:
+            view["screened_out"] = {"completion_code": checks.screen_out.code, "redirect_url": checks.screen_out.url}
 
     # --- a game -----------------------------------------------------------------------------------
 
-    def _start_game(self, participant: dict) -> None:
+    def _start_game(self, participant: dict, events: list[dict] | tuple = ()) -> None:
+        """Starts the participant's next game; `events` (a check's result) are committed with its start."""
         study, _ = self._study(participant["study"])
         settings = self._settings(study)
         number = participant["game_number"]
         chosen, names = self._draw_game(study, participant["pid"], number, settings)
         game_id, tokens = names[0], names[1:]
-        shown = with_explanations(study, participant["arm"], number)
+        order = participant.get("order") or "abab"      # a participant from before orders played abab
+        shown = with_explanations(study, participant["arm"], number, order)
         state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
                                       chosen.secret, chosen.difficulty, shown)
         record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
@@ -196,8 +348,10 @@ class Play:
         participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
         participant["games"].append(game_id)
         event.update(world_images=[self.pool.world_index(i) for i in chosen.images], arm=participant["arm"],
-                     game_number=number, session=record["session"], modes=record["modes"])
-        self.store.commit(participant=participant, game=(state, record), events=[self._event_for(state, record, event)])
+                     game_number=number, session=record["session"], modes=record["modes"],
+                     order=participant.get("order"))
+        self.store.commit(participant=participant, game=(state, record),
+                          events=[*events, self._event_for(state, record, event)])
 
     def ask(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
@@ -295,7 +449,9 @@ class Play:
         if participant["stage"] == GAME and participant.get("current_game"):
             view["game"] = self.game_view(participant["current_game"])
         if participant["stage"] == DONE:
-            view["done"] = {"completion_code": study.completion_code, "redirect_url": study.redirect_url}
+            view["done"] = {"completion_code": participant.get("completion_code") or study.completion_code,
+                            "redirect_url": study.redirect_url}
+        self._checks_view(study, participant, view)
         return view
 
     def game_view(self, game_id: str) -> dict:
@@ -374,6 +530,15 @@ class Play:
         except AgentUnavailable as error:
             raise PlayError("this study's agent could not be loaded on this server; please tell the researcher") \
                 from error
+
+    def _earned_code(self, participant: dict) -> dict:
+        """A finishing participant's own completion code, stored with them (the page shows it from there) and
+        returned for the finish event (the export's record), when their study gives per-participant codes."""
+        study, _ = self.store.study(participant["study"])
+        if study.completion_codes != "per_participant":
+            return {}
+        participant["completion_code"] = completion_code(self.config.secret_key, study.study_id, participant["pid"])
+        return {"completion_code": participant["completion_code"]}
 
     def _settings(self, study: StudyConfig) -> GameSettings:
         return settings_named(study.kind, **study.settings)

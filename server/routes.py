@@ -7,10 +7,12 @@ import io
 import json
 import tempfile
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template_string, request, send_file
 
+from game.checks import CHECK_FLAGS
 from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig
 
@@ -19,7 +21,7 @@ from .export import FORMATS, write_export
 from .play import STAGES
 from .rating_task import RatingError
 from .schemas import ID
-from .study_check import check_study
+from .study_check import check_study, check_unchanged, paid_study_warnings
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
 pages = Blueprint("pages", __name__)
@@ -145,25 +147,30 @@ def _monitor() -> list[dict]:
         latest = sorted(participants, key=lambda p: -p["last_seen"])[:50]
         for p in latest:
             p["quality"] = _quality(p)
+        effort = Counter(f for p in latest for f in p["quality"]["flags"].split("+") if f)
         rows.append({"study": study.to_dict(), "status": status, "arms": arms,
                      "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
-                     "participants": latest})
+                     "participants": latest, "effort": dict(sorted(effort.items())),
+                     "warnings": paid_study_warnings(study, s.config.agent)})
     return rows
 
 
 def _quality(participant: dict) -> dict:
-    """The participant's quality flags (game/quality.py), from their stored games."""
+    """The participant's quality flags (game/quality.py) from their stored games, and their failed checks."""
     games = services().store.games(participant["games"])
     played = [PlayedGame(len(state.rounds), record["finished"] - record["started"] if record.get("finished") else None)
               for state, record in games]
-    return quality_flags(played, [r.rating for state, _ in games for r in state.rounds if r.rating])
+    flags = quality_flags(played, [r.rating for state, _ in games for r in state.rounds if r.rating])
+    checks = participant.get("checks", {})     # failed participant checks (server/play.py names them as flags)
+    flags["flags"] = "+".join(filter(None, [flags["flags"], *(name for name in CHECK_FLAGS if checks.get(name))]))
+    return flags
 
 
 ADMIN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG admin</title>
 <meta http-equiv="refresh" content="10"><style>
 body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}.closed{color:#999}
-form.inline{display:inline}textarea{width:100%;font-family:monospace}</style></head><body>
+form.inline{display:inline}textarea{width:100%;font-family:monospace}.warn{color:#a40000}</style></head><body>
 <h1>ExAG admin</h1>
 <p>Export all events: {% for f in formats %}<a href="/admin/export.zip?format={{f}}">{{f}}</a> {% endfor %}
  &middot; <a href="/admin/monitor.json">monitor.json</a> &middot; <a href="/healthz">healthz</a></p>
@@ -174,6 +181,12 @@ form.inline{display:inline}textarea{width:100%;font-family:monospace}</style></h
 <a href="/?study={{s.study.study_id}}">participant link</a> (add &amp;PROLIFIC_PID=... or &amp;pid=...)
 &middot; <a href="/admin/report?study={{s.study.study_id|urlencode}}">live report</a> (Table 1, figures 5-10, from the games so far)
 <p>Stages: {% for k, v in s.stages.items() %}{{k}} {{v}} &middot; {% endfor %}</p>
+{% for w in s.warnings %}<p class="warn"><b>Warning:</b> {{w}}</p>{% endfor %}
+{% if s.study.preregistration.sha256 %}<p>Pre-registered: sha256 <code>{{s.study.preregistration.sha256[:12]}}</code>,
+exclusions {{ s.study.preregistration.exclusions|join(', ') or 'none' }}, primary test
+{{s.study.preregistration.primary}} (its rules cannot change now)</p>{% endif %}
+<p>Effort flags among the {{s.participants|length}} latest participants: {% for k, v in s.effort.items() %}{{k}} {{v}}
+&middot; {% else %}none {% endfor %}(each participant's below)</p>
 <table><tr><th>arm</th><th>participants</th><th>games</th><th>wins</th><th>win rate</th>
 <th>without expl.</th><th>with expl.</th></tr>
 {% for a in s.arms %}<tr><td>{{a.arm}}</td><td>{{a.participants}}</td><td>{{a.games}}</td><td>{{a.wins}}</td>
@@ -193,7 +206,11 @@ title="let the next join from another browser or session take over">Release</but
 <h2>Create a study</h2>
 <form method="post" action="/admin/studies"><p>Study config (JSON; fields: study_id, kind (controlled | at-will), arms,
 sessions, games_per_session, completion_code, redirect_url, nle, choose_arm, settings, title, agent (a checkpoint
-directory on this server or a shipped name; empty = the server's agent)):</p>
+directory on this server or a shipped name; empty = the server's agent), order (abab | baba | counterbalanced, the
+default: which half of each arm starts with explanations), seed (of the arm assignment; leave it out and the server
+draws one), checks (participant checks: comprehension, colour_screen, attention, demographics, screen_out;
+see game/checks.py), completion_codes (static | per_participant: a code only that participation earns, in the
+export), preregistration (as `exag preregister` wrote it into the study file; its rules cannot change later)):</p>
 <textarea name="config" rows="8">{{example}}</textarea><p><button>Create</button></p></form>
 <h2>Participants and raters</h2>
 <form method="post" action="/admin/release"><p>A participant who changed device: study <input name="study" size="12">
@@ -239,6 +256,12 @@ def create_study():
         check_study(study, services().pool, services().agents)   # the same checks as for study files
     except (ValueError, TypeError) as error:
         return _admin_page(f"Not created: {error}", 400)
+    stored = services().store.study(study.study_id)
+    try:
+        if stored is not None:
+            check_unchanged(study, stored[0])    # says why a changed pre-registration is refused, beyond "exists"
+    except ValueError as error:
+        return _admin_page(f"Not created: {error}", 409)
     if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,
                                                        "config": study.to_dict()}, only_if_new=True):
         return _admin_page(f"Not created: a study {study.study_id!r} exists already", 409)

@@ -43,7 +43,12 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "next_game": {"game_id": _id(True)},
     "history": {"game_id": _id(True), "round": Field(int, True, minimum=0, maximum=MAX_ROUND)},
     "questionnaire": {"answers": Field(dict)},
+    # participant checks (game/checks.py): answers are option texts (comprehension) or typed numbers (plates)
+    "comprehension": {"answers": Field(dict)},
+    "colour_screen": {"answers": Field(dict)},
+    "attention_check": {"answer": Field(str, True, MAX_ANSWER_CHARS)},
 }
+ANSWERS = ("questionnaire", "comprehension", "colour_screen")    # events whose `answers` are {key: text}
 
 
 def check_text(where: str, value: str) -> None:
@@ -84,23 +89,23 @@ def validate(event: str, payload) -> dict:
             raise SchemaError(f"{event}: {name} must be from {spec.minimum} to {spec.maximum}")
         if spec.pattern is not None and not spec.pattern.fullmatch(value):
             raise SchemaError(f"{event}: {name} may only hold letters, digits, '_', '-' and '.' (1-64 characters)")
-    if event == "questionnaire":
-        validate_answers(payload["answers"])
+    if event in ANSWERS:
+        validate_answers(payload["answers"], event)
     return {k: v for k, v in payload.items() if v is not None}
 
 
-def validate_answers(answers: dict) -> None:
-    """Every questionnaire answer is text (scale items answer with one of their options' texts)."""
+def validate_answers(answers: dict, event: str = "questionnaire") -> None:
+    """Every answer is text (scale items answer with one of their options' texts)."""
     if len(answers) > 50:
-        raise SchemaError("questionnaire: too many answers")
+        raise SchemaError(f"{event}: too many answers")
     for key, value in answers.items():
         if not ID.fullmatch(str(key)):
-            raise SchemaError("questionnaire: answer keys are short ids")
+            raise SchemaError(f"{event}: answer keys are short ids")
         if not isinstance(value, str):
-            raise SchemaError(f"questionnaire: the answer to {key} must be text")
-        check_text(f"questionnaire: the answer to {key}", value)
+            raise SchemaError(f"{event}: the answer to {key} must be text")
+        check_text(f"{event}: the answer to {key}", value)
         if len(value) > MAX_ANSWER_CHARS:
-            raise SchemaError(f"questionnaire: the answer to {key} is longer than {MAX_ANSWER_CHARS} characters")
+            raise SchemaError(f"{event}: the answer to {key} is longer than {MAX_ANSWER_CHARS} characters")
 
 
 def _kind_name(kind) -> str:

@@ -32,9 +32,11 @@ rounds happened to arrive together. What makes it so:
 - whatever the server draws is a function of the seed and of whose it is: a game's image set, its id and
   its image tokens come from the generator of (seed, study, participant, game number) (server/play.py),
   not from one generator drawn in the order games start;
-- arms: the server gives each newcomer the arm with the fewest participants, so members join in their
-  order (each waits until the one before it has joined; they play at once afterwards), and none counts as
-  a dropout by the clock (dropout_after_s is infinite here), so member k gets the same arm in every run;
+- arms: the server deals each newcomer the next slot of the study's seeded sequence (game/assignment.py),
+  the study's seed derived from --seed when the study file has none (`seeded_study`); members join in
+  their order (each waits until the one before it has joined; they play at once afterwards), and none
+  counts as a dropout by the clock (dropout_after_s is infinite here), so member k gets the same slot, arm
+  and order in every run;
 - each member's own randomness comes from its seed (`members`: the seed and its position), and it sees
   only its own games;
 - the inference worker is batch-invariant (server/inference.py BatchSettings.batch_invariant): a round is
@@ -79,6 +81,7 @@ from tqdm import tqdm
 
 from game.participant import DEFAULT_MIX, PRESETS, SimulatedParticipant, with_min_questions
 from game.rules import RuleError
+from game.seeding import seeded_rng
 from game.settings import RATINGS, settings_named
 from game.study import AGREEMENT, StudyConfig, arm_modes, is_sham, load_study
 
@@ -111,6 +114,8 @@ RUN_DEPENDENT = {
     "ratings": ("time",),
     "explanations": (),
     "participants": ("joined", "consented", "finished", "fast_games", "flags"),
+    "assignments": ("assigned",),
+    "studies": ("created",),
     "rater_ratings": ("time",),
     "problems": (),
     "events": ("id", "time", "inference_ms", "ask_to_answer_ms", "seconds", "explanations.seconds"),
@@ -164,7 +169,7 @@ class Member:
 
 def members(mix: dict[str, float], n: int, seed: int, run: str) -> list[Member]:
     """n participants: each preset's count by largest remainder of its share, in a seeded random order
-    (so that the server's balanced assignment spreads the presets over the arms)."""
+    (so that the server's randomized assignment spreads the presets over the arms)."""
     if n < 1:
         raise ValueError(f"--participants must be at least 1, got {n}")
     exact = {name: share * n for name, share in mix.items()}
@@ -304,7 +309,9 @@ class InProcessServer:
         return InProcessConnection(self.services.play, study_id, pid)
 
     def events(self, study_id: str, pids: set[str]) -> list[dict]:
-        return [e for e in self.services.store.events() if e["study"] == study_id and e["participant"] in pids]
+        """The study's creation (its config and seed) and these participants' events."""
+        return [e for e in self.services.store.events()
+                if e["study"] == study_id and (e["participant"] in pids or e["type"] == "study_created")]
 
     def forget(self, study_id: str) -> None:
         """Deletes a finished study's participants, games and the event log (store.py's keys) from the
@@ -405,7 +412,7 @@ class RemoteServer:
         with zipfile.ZipFile(io.BytesIO(self._admin("/admin/export.zip?format=jsonl"))) as archive:
             lines = archive.read("events.jsonl").decode().splitlines()
         return [e for e in map(json.loads, filter(None, lines))
-                if e.get("study") == study_id and e.get("participant") in pids]
+                if e.get("study") == study_id and (e.get("participant") in pids or e.get("type") == "study_created")]
 
     def close(self) -> None:
         pass
@@ -504,8 +511,8 @@ def play_study(server, study: StudyConfig, who: list[Member], eyes: Eyes, thread
                on_game=lambda: None, explanation_weight: float | None = None) -> list[Played]:
     """Every member plays the whole study, `threads` at once; a participant that fails stops there (its
     error is kept), the others go on. Members join in the order of `who`: each joins once the one before it
-    has (then plays alongside the others), because the server gives a newcomer the arm that has the fewest
-    participants so far, and so arms follow the members' order, not the threads' timing.
+    has (then plays alongside the others), because the server deals a newcomer the next slot of the study's
+    sequence, and so arms follow the members' order, not the threads' timing.
     `explanation_weight` (None: each preset's own) is the assumed effect of explanations, ASSUMED_EFFECT."""
     min_questions = settings_named(study.kind, **study.settings).min_questions   # the view does not say it
     joined = [threading.Event() for _ in who]      # the pool takes members in order: k waits only for k - 1
@@ -617,7 +624,7 @@ class SimulationConfig:
 
 def simulate(config: SimulationConfig) -> dict:
     """Runs the study, writes OUT/export/ and OUT/summary.json; returns the summary."""
-    study = load_study(study_file(config.study))
+    study = seeded_study(load_study(study_file(config.study)), config.seed)
     run = f"s{config.seed}" + (f"-{secrets.token_hex(3)}" if config.url else "")   # a server's ids stay new
     who = members(config.players, config.participants, config.seed, run)
     started = time.perf_counter()
@@ -655,7 +662,19 @@ def in_member_order(events: list[dict], who: list[Member]) -> list[dict]:
     logged (the sort is stable): the log interleaves participants as the threads happened to write, and the
     export's rows follow the log."""
     position = {f"pid:{m.pid}": k for k, m in enumerate(who)}
-    return sorted(events, key=lambda e: position.get(e.get("participant"), len(who)))
+    return sorted(events, key=lambda e: position.get(e.get("participant"), -1))    # the study's own events first
+
+
+def seeded_study(study: StudyConfig, seed: int) -> StudyConfig:
+    """The study with its assignment's seed: its own, or one derived from the simulation's seed (and the
+    study's id), so the same --seed deals the same arms and orders."""
+    staged = [part for part in ("comprehension", "colour_screen", "attention") if part in study.checks]
+    if staged:
+        raise ValueError(f"study {study.study_id}: simulated participants do not take participant checks "
+                         f"({', '.join(staged)}); simulate a copy of the study file without them")
+    if study.seed is not None:
+        return study
+    return replace(study, seed=int(seeded_rng(seed, "study", study.study_id).integers(2**63)))
 
 
 def study_file(path: Path) -> Path:

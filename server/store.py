@@ -20,6 +20,7 @@ import secrets
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Callable, Iterator
 
 import redis
@@ -82,7 +83,8 @@ class Store:
         if raw is None:
             return None
         data = json.loads(raw)
-        return StudyConfig.from_dict(data["config"]), data["status"]
+        # a study stored before orders existed ran every participant without explanations first: it keeps that
+        return StudyConfig.from_dict({"order": "abab", **data["config"]}), data["status"]
 
     def studies(self) -> list[tuple[StudyConfig, str]]:
         found = [self.study(s) for s in sorted(self.redis.smembers("exag:studies"))]
@@ -90,9 +92,15 @@ class Store:
 
     def save_study(self, study: StudyConfig, status: str = "open", event: dict | None = None,
                    only_if_new: bool = False) -> bool:
+        """Stores the study (and appends `event`). A study without a seed gets its assignment's seed drawn here
+        (game/assignment.py), also into the event's "config", so the stored and exported config always has it."""
         key = f"exag:study:{study.study_id}"
         if only_if_new and self.redis.exists(key):
             return False
+        if study.seed is None:
+            study = replace(study, seed=secrets.randbits(63))
+            if event and "config" in event:
+                event = {**event, "config": study.to_dict()}
 
         def write(pipe) -> None:
             pipe.set(key, _json({"config": study.to_dict(), "status": status}))

@@ -2,17 +2,30 @@
 from the admin form): the config itself (StudyConfig and GameSettings validate their fields), then what
 only the server knows: the pool is large enough, the study's agent has a checkpoint here, no explainer it
 shows is one the inference workers could not load (they publish what they loaded, server/rounds.py), and an
-image set can really be chosen at its difficulty (a dry run). Nothing here loads a model or imports torch."""
+image set can really be chosen at its difficulty (a dry run). Nothing here loads a model or imports torch.
+
+Beside it: a study already on the server keeps its pre-registration (`check_unchanged`), and a paid study
+that plays a public agent is warned of (`paid_study_warnings`: the admin page and `exag serve` show it)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from game.image_sets import choose_image_set
 from game.settings import settings_named
-from game.study import StudyConfig, explainers_of
+from game.study import StudyConfig, explainers_of, load_study
 
-from .agents import Agents
+from .agents import Agents, is_shipped
 from .pool import GamePool
+from .store import Store
+
+# README, "Threat model", in one sentence, and what to do about it
+THREAT_MODEL = ("The shipped agents are public: a participant's program can replay the same checkpoint on a game's "
+                "images and, after one bought at-will round, find the secret almost every time (README, "
+                "\"Threat model\").")
+PRIVATE_AGENT = ("Train a private agent, e.g. `exag train agent --preset medium --world data/world --out "
+                 "/srv/agents/private-medium`, and name it in the study: \"agent\": \"/srv/agents/private-medium\".")
 
 
 def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
@@ -32,3 +45,47 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
         raise ValueError(f"the {', '.join(missing)} explainer could not be loaded on this server: "
                          f"{'; '.join(worker.unavailable[m] for m in missing)}"[:500])
     choose_image_set(pool.embeddings, settings.images, settings.difficulty, np.random.default_rng(0))
+
+
+def check_unchanged(study: StudyConfig, stored: StudyConfig) -> None:
+    """Raises ValueError when `study` would change the pre-registration of the study stored under its id:
+    once a study exists on the server (and may have data), its registered rules are fixed."""
+    before, after = stored.preregistration.get("sha256"), study.preregistration.get("sha256")
+    if before == after:
+        return
+    if before is None:
+        raise ValueError(f"study {study.study_id} exists on this server without a pre-registration; rules fixed "
+                         "after a study began are no pre-registration: register the study under a new study_id")
+    old, new = stored.preregistration.get("exclusions"), study.preregistration.get("exclusions")
+    changed = f", exclusions {old} -> {new}" if old != new else ""
+    raise ValueError(f"study {study.study_id} was pre-registered (sha256 {before[:12]}...) and its rules cannot "
+                     f"change now (this config has {f'sha256 {after[:12]}...' if after else 'no pre-registration'}"
+                     f"{changed}): keep the registered study, or run the new rules as a new study (a new study_id)")
+
+
+def paid_study_warnings(study: StudyConfig, server_agent: str) -> list[str]:
+    """The warning for a study that pays through a platform (a completion code or a redirect URL) and plays a
+    shipped, public agent ("" = the server's). Demos and pilots whose links name the arm (choose_arm) are
+    no paid studies."""
+    agent = study.agent or server_agent
+    if study.choose_arm or not (study.completion_code or study.redirect_url) or not is_shipped(agent):
+        return []
+    return [f"study {study.study_id} pays through a platform (completion code or redirect URL) and plays the "
+            f"public agent {agent!r}. {THREAT_MODEL} {PRIVATE_AGENT}"]
+
+
+def check_study_files(studies_dir: Path, store: Store, server_agent: str) -> list[str]:
+    """`exag serve`'s look at its study files before it starts: each is a valid study (a malformed
+    pre-registration included) that keeps the pre-registration of the study stored under its id; returns
+    the paid-study warnings. ValueError: "FILE: why", one line."""
+    warnings = []
+    for path in sorted(Path(studies_dir).glob("*.json")) if Path(studies_dir).is_dir() else []:
+        study = load_study(path)
+        found = store.study(study.study_id)
+        if found is not None:
+            try:
+                check_unchanged(study, found[0])
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from error
+        warnings += paid_study_warnings(found[0] if found else study, server_agent)
+    return warnings

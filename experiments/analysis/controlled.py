@@ -1,12 +1,17 @@
 """Controlled studies: the paper's Table 1 and what a careful reading adds (RESEARCH.md 1 and 7).
 
-Blocks as the study ran them: block b is session b-1; odd blocks are played without explanations, even
-blocks with (in arms that show them). Per arm, "with expl" pools the games of the even blocks, "no expl"
-those of the odd blocks (the paper's blocks 1 and 3, and 2 and 4, for 4 sessions), and the group
-baseline is block 1. Rows: each arm that shows explanations, "overall" (those arms together) and
-"overall_inc_none" (also the arms without explanations, the paper's WithoutExpl group, whose odd blocks
-join "no expl" and whose block 1 joins the baseline). Games are pooled, so a block mean weighs each of
-its games once (the paper's mean of block means, when every participant finishes every block).
+Blocks as the study ran them: block b is session b-1, and sessions alternate in the participant's order
+(frames.py): "abab" plays odd blocks without explanations and even blocks with them (the paper's, and
+every participant's before studies had an `order`), "baba" the other way round; a counterbalanced study
+has both. A participant's with-blocks are those that show explanations in their order (in an arm without
+explanations: those that would). Per arm, "with expl" pools the games that showed explanations, "no
+expl" its games in the other blocks (for abab, the paper's blocks 1 and 3, and 2 and 4, for 4 sessions),
+and the group baseline is block 1 of the participants who start without explanations (abab: the paper's
+block 1). Rows: each arm that shows explanations, "overall" (those arms together) and "overall_inc_none"
+(also the arms without explanations, the paper's WithoutExpl group, whose games outside their with-blocks
+join "no expl" and whose abab participants' block 1 joins the baseline). Games are pooled, so a block
+mean weighs each of its games once (the paper's mean of block means, when every participant finishes
+every block).
 Sham arms (game/study.py SHAM_MODES: another image's explanation, a sanity check) get their own rows, after
 the real arms, and stay out of both "overall" rows and of the effect net of practice: those measure real
 explanations, and a sham row must show harm (with expl below no expl), or the instrument is blind.
@@ -27,16 +32,19 @@ Improvement, three ways, each under its own key (and its own column in the HTML 
 Tests: the paper's p compares with- and no-explanation win rates; here that is a two-proportion z-test
 (games as independent), next to the participant-clustered GEE logistic regression (`p_value_clustered`)
 with the odds ratio, and OLS with participant-clustered errors for the differences' CIs. Beyond the
-paper: win rate by block per arm, the control group's practice effect (its even vs odd blocks), the
-explanation effect net of practice (the interaction of even block and explanation arm, clustered), and
-the within-participant paired test above.
+paper: win rate by block per arm and order, the control group's practice effect (its with-blocks vs the
+others), the explanation effect net of practice (the interaction of with-block and explanation arm,
+clustered), the within-participant paired test above, and `order`: the order effect (participants who
+start with explanations vs without) and the with-vs-without effect with order as a factor. In an all-abab
+study every block with explanations follows one without, so order (practice) and explanations are
+confounded, and `order` says so instead.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .frames import CONTROLLED, Frames, arms_of, sham
+from .frames import CONTROLLED, Frames, arms_of, sham, starts_with, with_block
 from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of,
                     relabel_test)
 
@@ -46,17 +54,32 @@ PAIRED = ("paired test over participants of their own with- minus no-explanation
 # what each improvement of a row is (module doc), said in the report beside its numbers
 IMPROVEMENT_PAPER = ("the paper's 'Overall Improv' column: this row's with-explanations figure minus the group "
                      "baseline (block 1) of the overall_inc_none row, one baseline for every row")
-IMPROVEMENT = "with minus without explanations: this row's games in even blocks minus its games in odd blocks"
+IMPROVEMENT = ("with minus without explanations: this row's games that showed explanations minus its games in the "
+               "other blocks (abab participants: even blocks minus odd ones; baba: odd minus even)")
 WITHIN_PARTICIPANTS = ("the mean over participants who played both ways of their own with- minus no-explanation "
                        "figure (each participant their own control), with the paired test over participants "
                        "that `test` names")
-OVER_BASELINE = "this row's with-explanations figure minus its own group baseline (block 1 of its arms)"
+OVER_BASELINE = ("this row's with-explanations figure minus its own group baseline (block 1 of its arms' participants "
+                 "who start without explanations)")
 NO_PAPER_BASELINE = ("no overall_inc_none row (no arm with real explanations and none without): the paper's "
                      "baseline is undefined")
 
 
-CONTROL_PAIRED = ("paired test over the control group's participants of their own even- minus odd-block win rate: "
-                  + SIGN_FLIP.format(patterns="all patterns up to 13 participants, else 9,999 seeded draws"))
+CONTROL_PAIRED = ("paired test over the control group's participants of their own with-block minus other-block win "
+                  "rate: " + SIGN_FLIP.format(patterns="all patterns up to 13 participants, else 9,999 seeded draws"))
+CONTROL_BLOCKS = ("even_blocks: the blocks that would show explanations in each participant's order (even blocks "
+                  "for abab, odd for baba); odd_blocks: the others")
+ORDER_MODEL = ("won ~ shows + starts_with_explanations, and with shows:starts_with_explanations for the interaction "
+               "(the arms with real explanations; participant-clustered GEE)")
+ORDER_EFFECT = ("order_effect: the odds ratio of a win for participants who start with explanations (baba) vs "
+                "without (abab), at the same explanation status; with_vs_without: that of a game with explanations "
+                "vs one without, order held fixed (half of each arm in each order: practice cancels); interaction: "
+                "how much the with-vs-without odds ratio differs between the orders")
+CONFOUNDED = ("every participant of the explanation arms played the same order ({order}: {first} explanations "
+              "first), so order and explanations are confounded: every block with explanations {when} one "
+              "without, and practice and explanations cannot be separated (only the arm "
+              "without explanations, net_of_practice, speaks to practice). A study with order "
+              "\"counterbalanced\" separates them")
 
 
 def cell(games: pd.DataFrame) -> dict:
@@ -66,16 +89,22 @@ def cell(games: pd.DataFrame) -> dict:
             "n_participants": int(games["cluster"].nunique())}
 
 
-def _odd(games: pd.DataFrame) -> pd.Series:
-    """Games in odd blocks; a game whose block is unknown counts by whether it showed explanations."""
-    return (games["block"] % 2 == 1) | (games["block"].isna() & (games["shows"] == 0))
+def _without_block(games: pd.DataFrame) -> pd.Series:
+    """Games outside their participant's with-blocks (abab: odd blocks; baba: even ones); a game whose block is
+    unknown counts by whether it showed explanations."""
+    return (with_block(games) == 0) | (games["block"].isna() & (games["shows"] == 0))
+
+
+def _baseline(games: pd.DataFrame) -> pd.DataFrame:
+    """The group baseline's games: block 1 of the participants who start without explanations."""
+    return games[(games["block"] == 1) & ~starts_with(games)]
 
 
 def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
     """One row of Table 1 over these games (one arm, or several pooled); `paper_baseline` is the
     overall_inc_none row's group baseline cell (None when there is no such row)."""
-    with_expl, no_expl = games[games["shows"] == 1], games[(games["shows"] == 0) & _odd(games)]
-    baseline = games[games["block"] == 1]
+    with_expl, no_expl = games[games["shows"] == 1], games[(games["shows"] == 0) & _without_block(games)]
+    baseline = _baseline(games)
     both = pd.concat([with_expl, no_expl])
     win = compare_rates(both["won"], both["shows"], both["cluster"])
     score = clustered_difference(both["score"], both["shows"], both["cluster"])
@@ -99,13 +128,13 @@ def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
 def between_arms(games: pd.DataFrame) -> dict:
     """The overall_inc_none row's p-values, win rate and score, by re-drawing which participants are in the
     explanation arms (stats.relabel_test): its "with" games come from some participants only (the explanation
-    arms' even blocks) and its "without" games from all of them (every odd block), a contrast between
-    participants whose clustered bootstrap ran slightly liberal at 16 participants (README's null
-    calibration). Under a relabeling, the group's even-block games are the "with" games; the odd blocks stay."""
-    per = games.assign(even=(games["block"] % 2 == 0) | (games["block"].isna() & (games["shows"] == 1)))
-    per = per[per["even"]].groupby("cluster").agg(n=("won", "size"), won=("won", "sum"), score=("score", "sum"))
+    arms' with-blocks) and its "without" games from all of them (every participant's other blocks), a contrast
+    between participants whose clustered bootstrap ran slightly liberal at 16 participants (README's null
+    calibration). Under a relabeling, the group's with-block games are the "with" games; the other blocks stay."""
+    per = games.assign(within=(with_block(games) == 1) | (games["block"].isna() & (games["shows"] == 1)))
+    per = per[per["within"]].groupby("cluster").agg(n=("won", "size"), won=("won", "sum"), score=("score", "sum"))
     arms = games.groupby("cluster")["expl_arm"].max().reindex(per.index)
-    no_expl = games[(games["shows"] == 0) & _odd(games)]
+    no_expl = games[(games["shows"] == 0) & _without_block(games)]
     out = {}
     for key, column in (("win", "won"), ("score", "score")):
         totals, n, without = per[column].to_numpy(float), per["n"].to_numpy(float), no_expl[column].mean()
@@ -145,20 +174,24 @@ def _minus(a, b):
 
 
 def by_block(games: pd.DataFrame) -> list[dict]:
-    """Win rate and mean score per arm and block: the learning curve under the schedule."""
+    """Win rate and mean score per arm, order and block: the learning curve under the schedule."""
     known = games[games["block"].notna()]
-    grouped = known.groupby(["arm", "block"]).agg(n=("won", "size"), wins=("won", "sum"), score=("score", "mean"),
-                                                  shows=("shows", "max")).reset_index()
-    return [{"arm": r.arm, "block": int(r.block), "with_expl": bool(r.shows == 1), **rate(r.wins, r.n),
-             "score": float(r.score) if pd.notna(r.score) else None} for r in grouped.itertuples()]
+    known = known.assign(order=np.where(starts_with(known), "baba", "abab"))
+    grouped = known.groupby(["arm", "order", "block"]).agg(
+        n=("won", "size"), wins=("won", "sum"), score=("score", "mean"), shows=("shows", "max")).reset_index()
+    return [{"arm": r.arm, "order": r.order, "block": int(r.block), "with_expl": bool(r.shows == 1),
+             **rate(r.wins, r.n), "score": float(r.score) if pd.notna(r.score) else None}
+            for r in grouped.itertuples()]
 
 
 def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
-    """The arms without explanations, even vs odd blocks: how much practice alone changes."""
+    """The arms without explanations, the blocks that would show explanations in each participant's order vs
+    the others (kept under the keys even_blocks and odd_blocks, which they are for abab participants): how much
+    the schedule alone (practice, for abab) changes."""
     control = games[games["arm"].isin(control_arms) & games["block"].notna()]
     if control.empty:
         return {"missing": "no arm without explanations (the paper's WithoutExpl group) with known blocks"}
-    even = (control["block"] % 2 == 0).astype(float)
+    even = with_block(control)
     result = compare_rates(control["won"], even, control["cluster"])
     # each control participant played both kinds of block: their own even - odd difference is the paired
     # unit, and the sign-flip test over them is exact from 4 participants on, where the bootstrap needs more
@@ -167,33 +200,37 @@ def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
         {"p_value": None, "note": "no control participant played both even and odd blocks"}
     notes = [n for n in (result.get("note"), paired.get("note")) if n]
     return {"arms": control_arms, "even_blocks": cell(control[even == 1]), "odd_blocks": cell(control[even == 0]),
+            "blocks": CONTROL_BLOCKS,
             **{k: result[k] for k in ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test")},
             "p_value_clustered": paired["p_value"], "test_clustered": CONTROL_PAIRED,
             **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 
 def net_of_practice(games: pd.DataFrame) -> dict:
-    """Explanations' effect beyond practice: won ~ even block + explanation arm + their interaction,
-    participant-clustered GEE; the interaction's odds ratio is the effect of showing explanations (real
-    ones: sham arms are left out)."""
+    """Explanations' effect beyond practice: won ~ with-block + explanation arm + their interaction,
+    participant-clustered GEE, where a with-block is one that shows explanations in the participant's order (in
+    the arms without explanations: would show them); the interaction's odds ratio is the effect of showing
+    explanations (real ones: sham arms are left out)."""
     known = games[games["block"].notna() & (games["sham"] != 1)]
     if known.empty or known["expl_arm"].nunique() < 2:
         return {"missing": "needs arms with and without (real) explanations, with known blocks"}
-    even = (known["block"] % 2 == 0).astype(float)
-    exog = pd.DataFrame({"even_block": even, "explanation_arm": known["expl_arm"],
+    even = with_block(known)
+    exog = pd.DataFrame({"with_block": even, "explanation_arm": known["expl_arm"],
                          "explanations_shown": even * known["expl_arm"]})
     fitted = gee_logit(known["won"], exog, known["cluster"], "explanations_shown")
     # the p-value: the arms were randomized over participants, so re-draw them (stats.relabel_test) on each
-    # participant's own even - odd difference: exact at any size, where the model's bootstrap refused below
-    # 6 participants in an arm
+    # participant's own with-block - other-block difference: exact at any size, where the model's bootstrap
+    # refused below 6 participants in an arm
     rates = known.assign(even=even).groupby(["cluster", "even"])["won"].mean().unstack("even").dropna()
     difference = (rates[1.0] - rates[0.0]).to_numpy() if {0.0, 1.0} <= set(rates.columns) else np.array([])
     arm = known.groupby("cluster")["expl_arm"].max().reindex(rates.index).to_numpy() == 1
     tested = relabel_test(lambda group, rest: difference[group].mean(-1) - difference[rest].mean(-1), arm)
     notes = [n for n in (fitted.get("note"), tested.get("note")) if n]
-    return {"model": "won ~ even_block + explanation_arm + even_block:explanation_arm", **fitted,
+    return {"model": "won ~ with_block + explanation_arm + with_block:explanation_arm (with_block: a block that "
+                     "shows explanations in the participant's order, even for abab, odd for baba)", **fitted,
             "p_value": tested["p_value"],
-            "test": "participants' own even- minus odd-block win rate, explanation arms vs the others: " + tested["test"],
+            "test": "participants' own with-block minus other-block win rate, explanation arms vs the others: "
+                    + tested["test"],
             **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
 
 
@@ -206,8 +243,8 @@ def controlled(frames: Frames) -> dict:
     sham_arms = [arm for arm in expl_arms if sham(arm)]
     real_arms = [arm for arm in expl_arms if arm not in sham_arms]
     inc_none = games[~games["arm"].isin(sham_arms)] if real_arms or control_arms else None
-    # the paper's one baseline for every row's "Overall Improv": the overall_inc_none row's block 1
-    paper_baseline = cell(inc_none[inc_none["block"] == 1]) if inc_none is not None else None
+    # the paper's one baseline for every row's "Overall Improv": the overall_inc_none row's block 1 (of abab)
+    paper_baseline = cell(_baseline(inc_none)) if inc_none is not None else None
     rows = [row(arm, games[games["arm"] == arm], paper_baseline) for arm in expl_arms]
     notes = []
     if not expl_arms:
@@ -232,4 +269,39 @@ def controlled(frames: Frames) -> dict:
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
             "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,
             "by_block": by_block(games), "control_group": control_group(games, control_arms),
-            "net_of_practice": net_of_practice(games), **({"notes": notes} if notes else {})}
+            "net_of_practice": net_of_practice(games), "order": by_order(games[games["arm"].isin(real_arms)]),
+            **({"notes": notes} if notes else {})}
+
+
+def by_order(games: pd.DataFrame) -> dict:
+    """The order effect and the with-vs-without effect with order as a factor, over the games of the arms with
+    real explanations (ORDER_MODEL, ORDER_EFFECT; stats.gee_logit: odds ratios from the GEE, p-values from the
+    wild cluster bootstrap), with the win rates of each order with and without explanations. With one order
+    only, the statement that order and explanations are confounded instead."""
+    games = games[games["block"].notna()]
+    if games.empty:
+        return {"missing": "no games with known blocks in an arm with real explanations"}
+    starts = starts_with(games).astype(float)
+    per_participant = starts.groupby(games["cluster"]).first()
+    orders = {"abab": int((per_participant == 0).sum()), "baba": int((per_participant == 1).sum())}
+    out = {"participants_by_order": orders, "model": ORDER_MODEL, "definition": ORDER_EFFECT}
+    if 0 in orders.values():
+        only = "abab" if orders["baba"] == 0 else "baba"
+        return {**out, "confounded": True,
+                "statement": CONFOUNDED.format(order=only, first="without" if only == "abab" else "with",
+                                               when="follows" if only == "abab" else "precedes")}
+    exog = pd.DataFrame({"shows": games["shows"], "starts_with_explanations": starts})
+    cells, differences = {}, {}
+    for order, flag in (("abab", 0.0), ("baba", 1.0)):
+        mine = games[starts == flag]
+        cells[order] = {"with_expl": cell(mine[mine["shows"] == 1]), "no_expl": cell(mine[mine["shows"] == 0])}
+        differences[order] = _minus(cells[order]["with_expl"]["win_rate"], cells[order]["no_expl"]["win_rate"])
+    known = [d for d in differences.values() if d is not None]
+    # the mean of the two orders' with - without differences: practice adds to one and takes from the other
+    differences["mean_of_orders"] = float(np.mean(known)) if len(known) == 2 else None
+    return {**out, "confounded": False, "cells": cells, "win_rate_difference": differences,
+            "with_vs_without": gee_logit(games["won"], exog, games["cluster"], "shows"),
+            "order_effect": gee_logit(games["won"], exog, games["cluster"], "starts_with_explanations"),
+            "interaction": gee_logit(games["won"], exog.assign(shows_x_starts_with=exog["shows"]
+                                                               * exog["starts_with_explanations"]),
+                                     games["cluster"], "shows_x_starts_with")}

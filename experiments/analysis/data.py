@@ -55,17 +55,26 @@ COLUMNS: dict[str, dict[str, str]] = {
         "explanation_rating": "raters' explanation correctness", "answer_rating": "raters' answer correctness",
     },
     "problems": {},
+    "studies": {"study": "", "preregistration": "the pre-registration (its exclusions applied by default, its "
+                                                "primary test; experiments/analysis/preregistered.py)"},
+    "assignments": {"study": "", "participant": ""},     # each join's slot, arm and order (game/assignment.py)
 }
 KEYS = {"games": ("game_id",), "rounds": ("game_id", "round"), "ratings": ("game_id", "round"),
         "explanations": ("game_id", "round", "explainer"), "participants": ("study", "participant"),
-        "rater_ratings": ("game", "round", "explainer")}   # without these a table is unusable
+        "rater_ratings": ("game", "round", "explainer"), "studies": ("study",),
+        "assignments": ("study", "participant")}   # without these a table is unusable
 TEXT = {"game_id", "study", "participant", "arm", "setting", "modes", "rating", "explainer", "kind", "grade",
-        "answer_grade", "flags", "rater", "item", "game", "explanation_rating", "answer_rating", "question"}
+        "answer_grade", "flags", "rater", "item", "game", "explanation_rating", "answer_rating", "question",
+        "order"}      # a participant's order of blocks (abab | baba; games and participants tables)
 FLAGS = {"with_explanations", "won", "right", "explained", "answer_correct", "is_secret", "for_the_secret",
-         "game_won", "straight_lined"}
+         "game_won", "straight_lined",
+         # participant checks (game/checks.py; server/export.py _check_result)
+         "comprehension_passed", "comprehension_failed", "colour_screen_passed", "colour_screen_failed",
+         "attention_failed"}
 NUMBERS = {"game_number", "session", "difficulty", "score", "started", "finished", "seconds", "questions", "round",
-           "rating_score", "time", "games_without_questions", "fast_games", "cost", "spent", "inference_ms",
-           "ask_to_answer_ms"}
+           "rating_score", "time", "games_without_questions", "fast_games", "cost", "spent", "inference_ms", "joined",
+           "ask_to_answer_ms", "comprehension_failures", "colour_screen_correct", "colour_screen_plates",
+           "attention_passed", "attention_total"}
 GUARDED = ("'=", "'+", "'-", "'@", "'\t", "'\r")     # CSV cells export kept from spreadsheets (server/export.py)
 NO_RATER_DATA = "no rater data yet (the independent raters' task, /rate, has no ratings of these games)"
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "1.0", "yes"}, {"false", "0", "0.0", "no"}
@@ -84,6 +93,8 @@ class Tables:
     participants: pd.DataFrame = field(default_factory=pd.DataFrame)
     rater_ratings: pd.DataFrame = field(default_factory=pd.DataFrame)
     problems: pd.DataFrame = field(default_factory=pd.DataFrame)
+    studies: pd.DataFrame = field(default_factory=pd.DataFrame)     # one row per study: config, pre-registration
+    assignments: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per join: slot, block, arm, order
     notes: list[str] = field(default_factory=list)     # what is missing, by file and column
     source: str = ""
 
@@ -100,7 +111,8 @@ class Tables:
             frame = frames.get(name)
             label = where.get(name, f"{name} table")
             if frame is None:
-                if name != "problems":
+                # an export without studies: none pre-registered; without assignments: from before them
+                if name not in ("problems", "studies", "assignments"):
                     notes.append(f"{source} has no {name} table ({name}.csv / .parquet / .jsonl): "
                                  + _missing_table(name))
                 frame = pd.DataFrame()

@@ -5,9 +5,14 @@ Definitions made once, here:
 - a game counts when it is finished (it has an outcome); unfinished games are left out, with a note;
 - `cluster`: the participant (study and participant id), the unit clustered tests group by;
 - `kind`: the study's kind, from its games' `setting` ("controlled" or "at-will");
-- `block` (controlled): session + 1, so block 1 is the first session; odd blocks are without
-  explanations, even blocks with (the study's schedule, game/study.py), and block 1 is the group baseline;
-- `shows`: the game showed explanations: in a controlled study, an even block of an arm with
+- `block` (controlled): session + 1, so block 1 is the first session;
+- `order` (controlled): the participant's order of blocks (game/assignment.py): "abab" plays odd blocks
+  without explanations and even blocks with them, "baba" the other way round; exports from before orders
+  existed are read as "abab" (every participant then played it); `starts_with`: 1.0 for "baba";
+- with-blocks (`with_block`): the blocks that show explanations in the participant's order (abab: even,
+  baba: odd), in every arm, so that an arm without explanations has the blocks it would have shown them
+  in; the group baseline is block 1 of the participants who start without explanations (abab);
+- `shows`: the game showed explanations: in a controlled study, a with-block of an arm with
   explanation modes (`with_explanations` when the session is unknown); at-will, `used`;
 - `used`: one of the game's rounds had explanations (`rounds.explained`);
 - `play`: the game's place in its participant's games, 1-based (`game_number`, then start time);
@@ -25,13 +30,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from game.quality import FLAGS
+from game.assignment import PLAYED
 from game.study import KINDS, arm_modes, is_sham
 
 from .data import AnalysisError, Tables
 from .scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
 
 CONTROLLED, AT_WILL = KINDS
-FLAG_NAMES = ("no_questions", "fast_games", "straight_lined")     # game/quality.py
+FLAG_NAMES = FLAGS     # game/quality.py: the effort flags and those of the participant checks
 ITEM_KEY = ["game_id", "round", "explainer"]
 PAPER_ORDER = ("attention", "relqa", "both")     # the paper's modes first, then any other by name, shams last
 
@@ -52,6 +59,19 @@ def sham(name: str) -> bool:
 def paper_order(names) -> list[str]:
     return sorted(names, key=lambda a: (sham(a), a not in PAPER_ORDER, PAPER_ORDER.index(a) if a in PAPER_ORDER else 0,
                                         a))
+
+
+def starts_with(games: pd.DataFrame) -> pd.Series:
+    """Whether each game's participant starts with explanations (order "baba"; no `order` column: abab)."""
+    if "order" not in games.columns:
+        return pd.Series(False, index=games.index)
+    return games["order"] == "baba"
+
+
+def with_block(games: pd.DataFrame) -> pd.Series:
+    """1.0 for a game in a block that shows explanations in its participant's order (abab: even blocks,
+    baba: odd ones), 0.0 in the others, NaN where the block is unknown."""
+    return ((games["block"] % 2 == 0) != starts_with(games)).astype(float).where(games["block"].notna())
 
 
 def arms_of(games: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -78,9 +98,14 @@ class Frames:
                        kinds={study_id: self.kinds.get(study_id)}, notes=[])
 
 
-def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = frozenset()) -> tuple[Frames, dict]:
+def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] | dict[str, frozenset[str]] = frozenset()
+                 ) -> tuple[Frames, dict]:
     """The frames, and the exclusions: {"flags" asked for, "participants" and "games" dropped,
-    "flagged_participants": {flag: participants raising it}}."""
+    "flagged_participants": {flag: participants raising it}, "removed": {flag: {"participants", "games"}}
+    (what each rule removed; a participant with two of the flags counts under both)}. `exclude_flags`: the
+    flags for every study, or {study: flags} (each study's pre-registered rules, preregistered.py)."""
+    by_study = exclude_flags if isinstance(exclude_flags, dict) else None
+    exclude_flags = set().union(*by_study.values()) if by_study else set(exclude_flags)
     unknown = sorted(set(exclude_flags) - set(FLAG_NAMES))
     if unknown:
         raise AnalysisError(f"unknown quality flag {', '.join(map(repr, unknown))}; flags: {', '.join(FLAG_NAMES)}")
@@ -91,7 +116,7 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = froz
     games["arm"] = games["arm"].fillna("(no arm)")
     games["cluster"] = games["study"] + ":" + games["participant"]
     games = games.drop_duplicates("game_id", keep="last")
-    exclusions = _exclusions(tables.participants, games, set(exclude_flags))
+    exclusions = _exclusions(tables.participants, games, set(exclude_flags), by_study)
     if exclude_flags and tables.participants.empty:
         notes.append("no participants table: quality flags are unknown, so no participant is excluded")
     games = games[~games["cluster"].isin(exclusions.pop("clusters"))]
@@ -105,6 +130,9 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = froz
     games["expl_arm"] = _explanation_arms(games, tables.rounds)
     games["sham"] = games["arm"].map({arm: float(sham(arm)) for arm in games["arm"].unique()}).astype(float)
     games["block"] = games["session"] + 1
+    order = games["order"] if "order" in games.columns else pd.Series(np.nan, index=games.index, dtype=object)
+    games["order"] = np.where(games["kind"] == CONTROLLED, order.where(order.isin(PLAYED), "abab"), None)
+    games["starts_with"] = starts_with(games).astype(float)
     games["play"] = _play_index(games)
 
     rounds = tables.rounds[tables.rounds["game_id"].isin(set(games["game_id"]))].copy()
@@ -121,7 +149,7 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = froz
                                             games.loc[no_rounds, "with_explanations"].fillna(0.0), np.nan)
     if "questions" in games.columns:                # a game without questions had no explanations
         games.loc[no_rounds & (games["questions"] == 0), "used"] = 0.0
-    by_block = np.where(games["block"].notna(), (games["block"] % 2 == 0) & (games["expl_arm"] == 1.0),
+    by_block = np.where(games["block"].notna(), (with_block(games) == 1.0) & (games["expl_arm"] == 1.0),
                         games["with_explanations"] == 1.0)
     games["shows"] = np.where(games["kind"] == CONTROLLED, by_block.astype(float), games["used"])
     games["answer_correctness"] = games["game_id"].map(rounds.groupby("game_id")["answer_correct"].mean())
@@ -137,20 +165,32 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] = froz
     return frames, exclusions
 
 
-def _exclusions(participants: pd.DataFrame, games: pd.DataFrame, flags: set[str]) -> dict:
+def _exclusions(participants: pd.DataFrame, games: pd.DataFrame, flags: set[str],
+                by_study: dict[str, frozenset[str]] | None = None) -> dict:
     by_flag = {}
     flagged = pd.Series(dtype=object)
+    removed = {name: set() for name in sorted(flags)}
     if not participants.empty:
         marks = participants["flags"].fillna("").str.split("+")
         key = participants["study"].fillna("(no study)") + ":" + participants["participant"].fillna("")
         for name in FLAG_NAMES:
             has = marks.map(lambda m, name=name: name in m).astype(bool)
             by_flag[name] = int(has.sum())
-        flagged = key[marks.map(lambda m: bool(flags & set(m))).astype(bool)]
+        # the rules each participant is held to: their study's own (pre-registered), else the flags asked for
+        rules = participants["study"].map(lambda s: by_study.get(s, frozenset())) if by_study is not None else \
+            pd.Series([flags] * len(participants), index=participants.index, dtype=object)
+        hits = pd.Series([set(m) & set(r) for m, r in zip(marks, rules)], index=participants.index, dtype=object)
+        flagged = key[hits.map(bool)]
+        for who, names in zip(key, hits):
+            for name in names:
+                removed[name].add(who)
     clusters = set(flagged)
     excluded = games["cluster"].isin(clusters)
-    return {"flags": sorted(flags), "participants": len(clusters & set(games["cluster"])),
-            "games": int(excluded.sum()), "flagged_participants": by_flag, "clusters": clusters}
+    played = set(games["cluster"])
+    return {"flags": sorted(flags), "participants": len(clusters & played),
+            "games": int(excluded.sum()), "flagged_participants": by_flag, "clusters": clusters,
+            "removed": {name: {"participants": len(who & played), "games": int(games["cluster"].isin(who).sum())}
+                        for name, who in removed.items()}}
 
 
 def _kinds(games: pd.DataFrame, notes: list[str]) -> dict[str, str | None]:

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 from .figures import FIGURES, caption, mode_name, scopes
+from .preregistered import describe
 from .stats import UNCALIBRATED_Z
 
 STYLE = """
@@ -28,6 +29,9 @@ figcaption{font-size:13px;color:#333;margin-top:.4em;max-width:1000px}
 .notes{background:#fff8e5;border:1px solid #f0d68a;padding:.6em 1em;border-radius:4px}
 .notes li{margin:.15em 0}.methods{background:#f6f8fa;border:1px solid #e1e4e8;padding:.6em 1em;border-radius:4px}
 code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
+.tag{font-size:12px;font-weight:normal;padding:1px 6px;border-radius:3px;margin-left:.5em;vertical-align:middle}
+.tag.exploratory{background:#fff0d9;color:#8a5300}.tag.primary{background:#e3f4e3;color:#1d5e1d}
+.prereg{background:#f3f9f3;border:1px solid #b9dcb9;padding:.6em 1em;border-radius:4px}
 """
 DASH = "–"
 PAPER_IMPROVEMENT = "paper's improvement: with expl − overall-inc-none group baseline"
@@ -138,8 +142,9 @@ def table1(controlled, paper: dict | None = None) -> str:
     extra = []
     group = (controlled or {}).get("control_group") or {}
     if isinstance(group, dict) and not group.get("missing") and group.get("even_blocks"):
-        extra.append(f"Control group ({_e(', '.join(group.get('arms') or []))}, never shown explanations): even "
-                     f"blocks {_rate(group.get('even_blocks'))} vs odd blocks {_rate(group.get('odd_blocks'))}, "
+        extra.append(f"Control group ({_e(', '.join(group.get('arms') or []))}, never shown explanations): the "
+                     "blocks that would show explanations in the participant's order (even blocks for abab) "
+                     f"{_rate(group.get('even_blocks'))} vs the others {_rate(group.get('odd_blocks'))}, "
                      f"{_p_is(group.get('p_value'))} (clustered {_p(group.get('p_value_clustered'))}); the practice "
                      "effect the explanation arms' with − without difference has to beat.")
     net = (controlled or {}).get("net_of_practice") or {}
@@ -149,6 +154,9 @@ def table1(controlled, paper: dict | None = None) -> str:
                      f"({_e(net.get('n_clusters'))} participants, {_e(net.get('n'))} games).")
     elif isinstance(net, dict) and net.get("missing"):
         extra.append(f"Net of practice: {_e(net['missing'])}")
+    order = _order((controlled or {}).get("order"))
+    if order:
+        extra.append(order)
     out += "".join(f"<p>{x}</p>" for x in extra)
     paper_rows = ((paper or {}).get("controlled") or {}).get("table1") or []
     if paper_rows:
@@ -162,6 +170,46 @@ def table1(controlled, paper: dict | None = None) -> str:
                 + _table(["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "p"], p_body)
                 + "</details>")
     return out
+
+
+def _gee(result: dict) -> str:
+    if not isinstance(result, dict) or result.get("odds_ratio") is None:
+        return f"not estimated ({_e((result or {}).get('note') or 'no data')})"
+    return (f"odds ratio {_num(result['odds_ratio'])}{_ci(result.get('odds_ratio_ci'), False, 2)}, "
+            f"{_p_is(result.get('p_value'))}")
+
+
+def _order(order) -> str:
+    """Order as a factor (controlled.by_order): the order effect and with vs without net of it, or the
+    plain statement that an all-abab (or all-baba) study confounds them."""
+    if not isinstance(order, dict) or order.get("missing"):
+        return ""
+    counts = order.get("participants_by_order") or {}
+    who = (f"{_e(counts.get('abab', 0))} participants started without explanations (abab), "
+           f"{_e(counts.get('baba', 0))} with them (baba)")
+    if order.get("confounded"):
+        return f"<b>Order and explanations are confounded.</b> {who}: {_e(order.get('statement'))}."
+    difference = order.get("win_rate_difference") or {}
+    return (f"Order as a factor ({who}; <code>{_e(order.get('model'))}</code>): with vs without explanations, order "
+            f"held fixed: {_gee(order.get('with_vs_without'))} (with − without win rate "
+            f"{_signed(difference.get('abab'), 1, 100)} pts starting without, "
+            f"{_signed(difference.get('baba'), 1, 100)} pts starting with, mean {_signed(difference.get('mean_of_orders'), 1, 100)} pts); order effect "
+            f"(starting with explanations): {_gee(order.get('order_effect'))}; interaction: "
+            f"{_gee(order.get('interaction'))}.")
+
+
+def balance_section(design) -> str:
+    """One line per study: arms by arrival quarter and the chi-square test (design.py)."""
+    balance = (design or {}).get("balance") if isinstance(design, dict) else None
+    if not isinstance(balance, dict) or balance.get("missing"):
+        return ""
+    lines = []
+    for study, b in balance.items():
+        counts = "; ".join(f"{_e(arm)} {'/'.join(str(c) for c in row)}" for arm, row in (b.get("counts") or {}).items())
+        note = f" ({_e(b['note'])})" if b.get("note") else ""
+        lines.append(f"Balance of arms over arrival time, study {_e(study)}: participants per arrival quarter "
+                     f"{counts}; chi-square {_p_is(b.get('p_value'))}{note}.")
+    return "".join(f'<p class="small">{x}</p>' for x in lines)
 
 
 def _paper_improvement(imp) -> str:
@@ -547,6 +595,50 @@ def study_section(study_id: str, study: dict) -> str:
             f"{body}</details>")
 
 
+# --- the pre-registration -------------------------------------------------------------------------------
+
+def _label(report: dict, section: str) -> str:
+    """The tag beside a section's heading on pre-registered data: where the primary test is, or exploratory."""
+    labels = (report.get("preregistration") or {}).get("labels") or {}
+    if not labels:
+        return ""
+    if labels.get(section) == "primary":
+        return ' <span class="tag primary">pre-registered primary test inside; its other comparisons exploratory</span>'
+    return ' <span class="tag exploratory">exploratory</span>'
+
+
+def preregistration_section(report: dict) -> str:
+    """On pre-registered data: the hash, the plan, the exclusions applied and what each removed, the primary
+    test's result and its sensitivity analysis (no exclusions); nothing otherwise."""
+    held = report.get("preregistration") or {}
+    if not held.get("registered"):
+        return ""
+    removed = (report.get("quality") or {}).get("removed_by_flag") or {}
+    sensitivity = (report.get("sensitivity") or {}).get("studies") or {}
+    out = ['<h2 id="preregistration">Pre-registration</h2><div class="prereg">',
+           f"<p><b>{_e(held.get('statement'))}</b></p>"]
+    for study, plan in (held.get("studies") or {}).items():
+        again = sensitivity.get(study)
+        rows = [["SHA-256", f"<code>{_e(plan.get('sha256'))}</code>"],
+                ["hypotheses", "<br>".join(_e(h) for h in plan.get("hypotheses") or []) or DASH],
+                ["primary test", f"<code>{_e(plan.get('primary'))}</code>: {_e(plan.get('primary_test'))}"],
+                ["primary outcome", _e(plan.get("primary_outcome"))],
+                ["result", _e(describe(plan.get("result")))],
+                ["sensitivity (no exclusions)", _e(describe(again.get("result", again))) if again else
+                 '<span class="muted">not run (no participant excluded, or --no-exclusions)</span>'],
+                ["participants", f"{_e(plan.get('participants'))} analysed, {_e(plan.get('planned_n'))} planned"],
+                ["stopping rule", _e(plan.get("stopping_rule"))],
+                ["exclusions registered", _e(", ".join(plan.get("exclusions") or []) or "none")],
+                ["exclusions applied", _e(", ".join(plan.get("applied") or []) or "none")
+                 + (f' <b>(deviation: {_e(plan["deviation"])})</b>' if plan.get("deviation") else "")]]
+        out.append(f"<h3>{_e(study)}</h3>" + _table(["", ""], rows, 2))
+    if removed:
+        out.append("<p>What each exclusion removed (a participant with two flags counts under both): "
+                   + "; ".join(f"{_e(flag)} {_e(v.get('participants'))} participants ({_e(v.get('games'))} games)"
+                               for flag, v in removed.items()) + ".</p>")
+    return "\n".join(out) + "</div>"
+
+
 # --- the page ------------------------------------------------------------------------------------------
 
 def render_html(report: dict, figures: list[Path], title: str | None = None, refresh_s: int | None = None) -> str:
@@ -572,15 +664,18 @@ def render_html(report: dict, figures: list[Path], title: str | None = None, ref
         "<a href=\"#figures\">Figures 5-10</a> · <a href=\"#correlations\">Correlations</a> · "
         "<a href=\"#agreement\">Agreement</a> · <a href=\"#benchmarks\">Benchmarks</a> · <a href=\"#methods\">Methods</a>"
         " · <a href=\"#missing\">Missing</a> · <a href=\"#studies\">Per study</a></nav>",
-        "<h2>Data</h2>", counts_section(report),
-        "<h2 id=\"table1\">Table 1: controlled study, score / win rate by mode</h2>",
+        preregistration_section(report),
+        "<h2>Data</h2>", counts_section(report), balance_section(report.get("design")),
+        f"<h2 id=\"table1\">Table 1: controlled study, score / win rate by mode{_label(report, 'controlled')}</h2>",
         table1(report.get("controlled"), report.get("paper")),
-        "<h2 id=\"at-will\">At-will study</h2>", at_will_section(report.get("at_will")),
-        "<h2 id=\"figures\">Figures</h2>", figures_section(report, figures),
-        "<h2 id=\"correlations\">Correlation of explanation and answer correctness</h2>",
+        f"<h2 id=\"at-will\">At-will study{_label(report, 'at_will')}</h2>", at_will_section(report.get("at_will")),
+        f"<h2 id=\"figures\">Figures{_label(report, 'by_helpfulness')}</h2>", figures_section(report, figures),
+        "<h2 id=\"correlations\">Correlation of explanation and answer correctness"
+        f"{_label(report, 'correlations')}</h2>",
         correlations_section(report.get("correlations")),
-        "<h2 id=\"agreement\">Agreement</h2>", agreement_section(report.get("agreement")),
-        "<h2 id=\"benchmarks\">Benchmarks beside the study</h2>", benchmarks_section(report.get("benchmarks")),
+        f"<h2 id=\"agreement\">Agreement{_label(report, 'agreement')}</h2>", agreement_section(report.get("agreement")),
+        f"<h2 id=\"benchmarks\">Benchmarks beside the study{_label(report, 'benchmarks')}</h2>",
+        benchmarks_section(report.get("benchmarks")),
         "<h2 id=\"methods\">Methods</h2>", f"<div class=\"methods\"><p>{_e(report.get('methods') or '')}</p>",
         f"<p>Exclusions: {_e(', '.join(exclusions.get('flags') or []) or 'none')} "
         f"({_e(exclusions.get('participants', 0))} participants, {_e(exclusions.get('games', 0))} games excluded). "

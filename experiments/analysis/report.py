@@ -26,13 +26,25 @@ report = {
     "table1": [row], "studies": [id], "arms": [arm showing explanations], "control_arms": [arm],
     "sham_arms": [arm],                            # arms of "arms" that show a sham: own rows, in no overall row
     "blocks": [int],
-    "by_block": [{"arm", "block": int, "with_expl": bool, "n_games", "win_rate", "ci", "score"}],
+    "by_block": [{"arm", "order": "abab"|"baba", "block": int, "with_expl": bool, "n_games", "win_rate", "ci",
+                  "score"}],
     "control_group": {"arms", "even_blocks": cell, "odd_blocks": cell, "difference", "difference_ci",
                       "odds_ratio", "odds_ratio_ci", "p_value", "p_value_clustered", "test", "test_clustered"}
                      | {"missing"},
                      # p_value_clustered: the paired sign-flip test of the control participants' own even - odd
     "net_of_practice": {"model": str, **gee, "test": str} | {"missing"},   # p_value: stats.relabel_test
                      # of participants' own even - odd difference, explanation arms vs not (the odds ratio: GEE)
+                     # "even"/"odd" here and in control_group: the blocks that show (would show) explanations
+                     # in the participant's order vs the others; for abab participants even and odd blocks
+    "order": {                                     # the arms with real explanations (controlled.by_order)
+      "participants_by_order": {"abab": int, "baba": int}, "model": str, "definition": str,
+      "confounded": bool,                          # one order only: order and explanations cannot be separated
+      "statement"?: str,                           # when confounded, what it means (no estimates then)
+      "cells"?: {"abab"|"baba": {"with_expl": cell, "no_expl": cell}},
+      "win_rate_difference"?: {"abab", "baba", "mean_of_orders": float|None},   # with - without per order
+      "with_vs_without"?: gee, "order_effect"?: gee, "interaction"?: gee}   # won ~ shows + starts_with_explanations
+      | {"missing"},                               # (+ their product for the interaction), GEE odds ratios,
+                                                   # wild cluster bootstrap p-values
     "notes"?: [str]}                               # or {"table1": [], "missing": str}
     row = {"mode": arm | "overall" | "overall_inc_none", "arms": [arm],
            "with_expl": cell, "no_expl": cell, "group_baseline": cell,
@@ -147,8 +159,31 @@ report = {
                "effect"?: {"win_rate", "win_rate_ci", "score", "p_value_clustered", "n_games"}}  (Table 1, its arm alone)
     bench explainer entry (a card): {"card": {headline: value}, "card_file"}; agent: {"card": {"accuracy", ...}}
   "paper": the paper's published numbers in the same shapes (paper.py),
-  "quality": {"flagged_participants": {flag: int}},
-  "exclusions": {"flags": [flag], "participants": int, "games": int},
+  "design": {"balance": {study_id: {"n_participants", "quarters": [int], "counts": {arm: [int per quarter]},
+                                    "by_order"?: {arm: {order: int}}, "chi2", "dof", "p_value", "test": str,
+                                    "note"?}} | {"missing"}},   # design.py: arms by arrival quarter, chi-square
+  "quality": {"flagged_participants": {flag: int},
+              "removed_by_flag": {flag: {"participants", "games": int}}},   # what each applied rule removed (a
+                                                   # participant with two of them counts under both)
+  "exclusions": {"flags": [flag], "participants": int, "games": int},   # by default a pre-registered study's
+                                                   # registered flags, none where not pre-registered
+  "preregistration": {                             # preregistered.py; {"registered": false, "analysis":
+                                                   # "not preregistered", "labels": {}, "studies": {}} without one
+    "registered": true,
+    "analysis": "preregistered" | "deviation" | "unexcluded",   # the registered exclusions, other ones
+                                                   # (--exclude), or none (--no-exclusions)
+    "statement": str,                              # one sentence: the hashes, and how this analysis stands to them
+    "labels": {section: "primary" | "exploratory"},   # every section but the one holding the primary test
+                                                   # (analysis "preregistered" only; else all exploratory)
+    "studies": {study_id: {"sha256", "hypotheses": [str], "primary": str, "primary_test": str,
+                           "primary_outcome": str, "planned_n": int, "stopping_rule": str,
+                           "exclusions": [flag],   # registered
+                           "applied": [flag],      # applied in this analysis
+                           "deviation": str | None, "participants": int,   # analysed, beside planned_n
+                           "result": table1 row | net_of_practice | explanations_used | {"missing"}}}},
+  "sensitivity"?: {                                # when exclusions were applied to pre-registered data
+    "exclusions": [], "description": str,
+    "studies": {study_id: {"participants", "games": int, "result": (as above, no exclusion)} | {"missing"}}},
   "methods": str,                                  # a paragraph: definitions, tests, exclusions
   "notes": [str],                                  # everything missing or left out, by file and column
   "studies": {study_id: {"kind", "n", "controlled", "at_will", "by_helpfulness", "difficulty_by_rating",
@@ -174,10 +209,12 @@ from .agreement import agreement
 from .at_will import at_will
 from .benchmarks import benchmarks, read_bench
 from .controlled import controlled
+from .design import design
 from .correctness import answer_correctness, by_correctness, correlations
-from .data import Tables
+from .data import AnalysisError, Tables
 from .frames import AT_WILL, CONTROLLED, Frames, build_frames
 from .paper import PAPER
+from .preregistered import exclusion_rules, held_to, registrations
 from .ratings import by_helpfulness, difficulty_by_rating, rating_histograms
 from .stats import MIN_CLUSTERS
 
@@ -220,10 +257,15 @@ def sections(frames: Frames, bench: dict | None, notes: list[str]) -> dict:
 
 
 def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool = False,
-            exclude_flags: set[str] | frozenset[str] = frozenset()) -> dict:
-    """The report dict (module doc) of these tables; `exclude_flags` drops the participants with any of
-    those quality flags (no_questions, fast_games, straight_lined)."""
-    frames, exclusions = build_frames(tables, exclude_flags)
+            exclude_flags: set[str] | frozenset[str] | None = None, no_exclusions: bool = False) -> dict:
+    """The report dict (module doc) of these tables. `exclude_flags` drops the participants with any of
+    those quality flags (no_questions, fast_games, straight_lined) in every study; None: each pre-registered
+    study's registered exclusions, none elsewhere (preregistered.py); `no_exclusions`: none at all."""
+    if no_exclusions and exclude_flags:
+        raise AnalysisError("exclude flags or no participants (--no-exclusions), not both")
+    plans = registrations(tables)
+    rules, analysis = exclusion_rules(plans, exclude_flags, no_exclusions)
+    frames, exclusions = build_frames(tables, rules)
     notes = list(tables.notes) + frames.notes
     bench = read_bench(bench_dir) if bench_dir is not None else None
     study_ids = sorted(frames.games["study"].unique().tolist())
@@ -243,10 +285,14 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
                      "`at_will` pool them (pass --study to look at one)")
     n = {**counts(frames), "studies": {s: {"kind": kinds[s], **per_study[s]["n"]} for s in study_ids}}
     report = {"schema": SCHEMA, "source": tables.source, "studies_analysed": study_ids, "kinds": kinds, "n": n,
-              **pooled, "paper": PAPER,
+              **pooled, "paper": PAPER, "design": _guarded("design", lambda: design(tables.participants), notes),
               "quality": {"flagged_participants": exclusions["flagged_participants"]},
               "exclusions": {k: exclusions[k] for k in ("flags", "participants", "games")},
               "methods": methods(frames, exclusions), "notes": list(dict.fromkeys(notes)), "studies": per_study}
+    report["quality"]["removed_by_flag"] = exclusions["removed"]
+    report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"]))
+    if plans:
+        report["methods"] += " " + report["preregistration"]["statement"]
     return json_safe(report)
 
 
@@ -270,9 +316,11 @@ def methods(frames: Frames, exclusions: dict) -> str:
     blocks = sorted(int(b) for b in frames.games.loc[frames.games["kind"] == CONTROLLED, "block"].dropna().unique())
     parts = [
         "Games count when finished; a win is a right guess with points left (RESEARCH.md 1).",
-        (f"Controlled studies: block b is session b-1 (blocks {blocks[0]}-{blocks[-1]} here); odd blocks are played "
-         "without explanations and even blocks with them; 'no expl' pools the odd blocks, 'with expl' the even "
-         "ones, and the group baseline is block 1. The arms without explanations (WithoutExpl) enter only "
+        (f"Controlled studies: block b is session b-1 (blocks {blocks[0]}-{blocks[-1]} here); participants of order "
+         "abab play odd blocks without explanations and even blocks with them, those of order baba the other way "
+         "round (a counterbalanced study randomizes half of each arm to each); 'with expl' pools the games that "
+         "showed explanations, 'no expl' the arm's games in the other blocks, and the group baseline is block 1 "
+         "of the participants who start without explanations. The arms without explanations (WithoutExpl) enter only "
          "'overall_inc_none'. Sham arms (each image shows a real explainer's output for another image of its "
          "round, a sanity check) have their own rows and enter neither overall row nor the effect net of practice."
          if blocks else "No controlled games with known blocks."),

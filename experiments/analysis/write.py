@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .preregistered import describe
 from .report import json_safe
 from .stats import UNCALIBRATED_Z
 
@@ -398,6 +399,49 @@ def _table1_lines(controlled: dict) -> list[str]:
             f"{_printed_p(overall.get('p_value_clustered'))} (clustered); within participants "
             f"{_percentage_points(within.get('win_rate'))} points{_percentage_points_ci(within.get('win_rate_ci'))}, "
             f"{_printed_p(within.get('p_value'))} (paired test, {within.get('n_participants', 0)} participants)")
+    return lines + _order_lines(controlled.get("order") or {})
+
+
+def _order_lines(order: dict) -> list[str]:
+    """Order as a factor (controlled.by_order), or the plain statement that one order confounds it."""
+    def odds(result: dict | None) -> str:
+        ratio = (result or {}).get("odds_ratio")
+        return "-" if ratio is None else f"odds ratio {ratio:.2f}, {_printed_p(result.get('p_value'))}"
+    if order.get("confounded"):
+        return [f"Order: {order.get('statement')}"]
+    if not order.get("with_vs_without"):
+        return []
+    counts = order.get("participants_by_order") or {}
+    return [f"Order as a factor ({counts.get('abab', 0)} participants started without explanations, "
+            f"{counts.get('baba', 0)} with them): with vs without explanations, order held fixed: "
+            f"{odds(order['with_vs_without'])}; order effect (starting with explanations): "
+            f"{odds(order.get('order_effect'))}; interaction: {odds(order.get('interaction'))}"]
+
+
+def _preregistration_lines(report: dict) -> list[str]:
+    """What each exclusion rule removed, and, on pre-registered data, the hash, the primary test (and its
+    sensitivity analysis) and the label of everything else: exploratory."""
+    excluded = report.get("exclusions") or {}
+    removed = (report.get("quality") or {}).get("removed_by_flag") or {}
+    lines = []
+    if excluded.get("flags"):
+        lines.append("Excluded: " + "; ".join(f"{flag} removed {v.get('participants', 0)} participant(s) and "
+                                              f"{v.get('games', 0)} game(s)" for flag, v in removed.items())
+                     + f"; in all {excluded.get('participants', 0)} participants, {excluded.get('games', 0)} games")
+    held = report.get("preregistration") or {}
+    if not held.get("registered"):
+        return lines
+    lines.append(held.get("statement", ""))
+    sensitivity = ((report.get("sensitivity") or {}).get("studies")) or {}
+    for study, plan in (held.get("studies") or {}).items():
+        label = "primary, pre-registered" if held.get("analysis") == "preregistered" else "primary, exploratory here"
+        lines.append(f"{study} ({label}) {plan.get('primary')}: {describe(plan.get('result'))}; "
+                     f"{plan.get('participants', 0)} of {plan.get('planned_n')} planned participants")
+        if study in sensitivity:
+            again = sensitivity[study]             # {"missing"} where the study has no finished games
+            lines.append(f"{study} sensitivity, no exclusions: {describe(again.get('result', again))}")
+    lines.append("EXPLORATORY from here on: every analysis below, and every other in the report, is not the "
+                 "pre-registered primary test")
     return lines
 
 
@@ -408,6 +452,7 @@ def format_summary(report: dict, written: dict) -> str:
     n = report.get("n") or {}
     lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
              f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
+    lines += _preregistration_lines(report)
     lines += _table1_lines(report.get("controlled") or {})
     used = (report.get("at_will") or {}).get("explanations_used") or {}
     if used.get("with") or used.get("without"):

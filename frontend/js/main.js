@@ -3,13 +3,17 @@
 // does not need: the selected image, the question being typed, which round's explanations are shown.
 import { createAlert } from "./alert.js";
 import { h } from "./dom.js";
+import * as attention_check from "./views/attention_check.js";
+import * as colour_screen from "./views/colour_screen.js";
+import * as comprehension from "./views/comprehension.js";
 import * as consent from "./views/consent.js";
 import * as done from "./views/done.js";
 import * as game from "./views/game.js";
 import * as instructions from "./views/instructions.js";
 import * as questionnaire from "./views/questionnaire.js";
+import * as screened_out from "./views/screened_out.js";
 
-const VIEWS = {consent, instructions, game, questionnaire, done};
+const VIEWS = {consent, instructions, comprehension, colour_screen, game, attention_check, questionnaire, done, screened_out};
 const JOIN_PARAMS = ["study", "pid", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId", "arm"];
 const PARTICIPANT_PARAMS = ["pid", "PROLIFIC_PID", "workerId"];
 const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;

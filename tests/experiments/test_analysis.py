@@ -131,6 +131,10 @@ def test_controlled_table1_has_the_papers_layout_and_the_right_cells():
     assert report["n"]["games"] == 480 and report["n"]["participants"] == 24
     assert report["n"]["arms"]["relqa"] == {"games": 120, "participants": 6, "rounds": 360}
     assert report["studies"]["ctl"]["controlled"]["table1"] == report["controlled"]["table1"]
+    # a log without orders is read as abab: explanations always in the later block of a pair, said plainly
+    assert report["controlled"]["order"]["confounded"] and report["controlled"]["order"]["participants_by_order"] == \
+        {"abab": 3 * PARTICIPANTS_PER_ARM, "baba": 0}
+    assert report["design"]["balance"]["ctl"]["n_participants"] == 4 * PARTICIPANTS_PER_ARM
     json.dumps(report, allow_nan=False)
 
 

@@ -159,7 +159,7 @@ def test_state_round_trips_through_plain_data():
 import numpy as np  # noqa: E402
 
 from game.image_sets import choose_image_set  # noqa: E402
-from game.study import StudyConfig, arm_modes, assign_arm, load_study, with_explanations  # noqa: E402
+from game.study import StudyConfig, arm_modes, load_study, with_explanations  # noqa: E402
 
 
 def test_harder_levels_choose_more_similar_distractors():
@@ -181,22 +181,14 @@ def test_the_same_seed_chooses_the_same_set():
         choose_image_set(embeddings, 5, "hard", np.random.default_rng(3))
 
 
-def test_sessions_alternate_without_and_with_explanations_starting_without():
+def test_sessions_alternate_in_the_participants_order():
     study = StudyConfig("s1")
-    schedule = [with_explanations(study, "relqa", g) for g in range(study.games)]
+    schedule = [with_explanations(study, "relqa", g, "abab") for g in range(study.games)]
     assert schedule == [False] * 5 + [True] * 5 + [False] * 5 + [True] * 5
-    assert not any(with_explanations(study, "none", g) for g in range(study.games))
-
-
-def test_assignment_balances_arms_and_refills_dropouts():
-    study = StudyConfig("s1")
-    counts: dict[str, int] = {}
-    for _ in range(8):
-        arm = assign_arm(study, counts)
-        counts[arm] = counts.get(arm, 0) + 1
-    assert counts == {arm: 2 for arm in study.arms}
-    counts["relqa"] -= 1          # a dropout is not counted
-    assert assign_arm(study, counts) == "relqa"
+    assert [with_explanations(study, "relqa", g, "baba") for g in range(study.games)] == [not s for s in schedule]
+    assert not any(with_explanations(study, "none", g, order) for g in range(study.games) for order in ("abab", "baba"))
+    with pytest.raises(ValueError, match="abab or baba"):
+        with_explanations(study, "relqa", 0, "counterbalanced")
 
 
 def test_arms_and_study_files_are_checked(tmp_path):

@@ -2,6 +2,7 @@
 game with bought explanations through the real page and server; then the exported events are checked."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -144,3 +145,92 @@ def test_controlled_session_and_at_will_game_in_chromium(browser, live_server):
     shown = exported["explanations"]
     assert set(shown[shown["participant"] == "pid:browser-2"]["explainer"]) == {"attention", "objscene", "relqa", "nle"}
     assert list(exported["rater_ratings"]["rater"]) == ["browser-rater"]
+
+
+# Participant checks (game/checks.py) as a study configures them; the test knows the right answers, the page never does.
+RULES = [{"key": "guesses", "text": "How many guesses do you have in a game?", "options": ["One", "Three"],
+          "answer": "One"}]
+CHECKED = {"kind": "controlled", "arms": ["none"], "sessions": 4, "games_per_session": 1, "choose_arm": True,
+           "settings": {"min_questions": 0}, "completion_code": "CODE-CHECKED"}
+
+
+def create_study(page, url: str, study_id: str, checks: dict) -> None:
+    """Through the admin form, as a researcher would."""
+    answer = page.request.post(f"{url}/admin/studies?token=test-admin", max_redirects=0,
+                               form={"config": json.dumps({"study_id": study_id, **CHECKED, "checks": checks})})
+    assert answer.status == 302, answer.text()
+
+
+def painted(page) -> int:
+    """Painted pixels of the first colour plate."""
+    return page.evaluate("""() => { const c = document.querySelector("canvas.plate-canvas");
+        const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }""")
+
+
+def test_participant_checks_in_chromium(browser, live_server):
+    errors, url = [], live_server.url
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(TIMEOUT_MS)
+    create_study(page, url, "chk-out", {"comprehension": {"questions": RULES, "on_fail": "screen_out"},
+                                         "screen_out": {"code": "SCREENED-7", "url": "https://example.org/out"}})
+    create_study(page, url, "chk", {"comprehension": {"questions": RULES}, "attention": {"every": 2},
+                                     "colour_screen": {"plates": [12, 8], "min_correct": 1}, "demographics": {}})
+    stage = page.locator("#stage")
+
+    # fails the comprehension check twice (a reload in between) and is screened out, as configured
+    page.goto(f"{url}/?study=chk-out&pid=checks-1&arm=none")
+    page.click("#consent-agree")
+    page.click("#begin")
+    sync_api.expect(stage).to_have_attribute("data-stage", "comprehension")
+    page.check('fieldset[data-key="guesses"] input[value="Three"]')
+    page.click("#comprehension-submit")
+    sync_api.expect(page.locator("#comprehension-retry")).to_be_visible()    # back to the instructions
+    page.click("#begin")
+    page.reload()                                                            # resumes at the questions
+    sync_api.expect(stage).to_have_attribute("data-stage", "comprehension")
+    page.check('fieldset[data-key="guesses"] input[value="Three"]')
+    page.click("#comprehension-submit")
+    sync_api.expect(stage).to_have_attribute("data-stage", "screened_out")
+    sync_api.expect(page.locator("#screened-out-code")).to_have_text("SCREENED-7")
+    sync_api.expect(page.locator("#screened-out-redirect")).to_have_attribute("href", "https://example.org/out")
+
+    # passes, reads the colour plates (a reload redraws them), answers an attention check and the demographics
+    page.goto(f"{url}/?study=chk&pid=checks-2&arm=none")
+    page.click("#consent-agree")
+    page.click("#begin")
+    page.check('fieldset[data-key="guesses"] input[value="One"]')
+    page.click("#comprehension-submit")
+    sync_api.expect(stage).to_have_attribute("data-stage", "colour_screen")
+    sync_api.expect(page.locator("canvas.plate-canvas")).to_have_count(2)
+    drawn = painted(page)
+    page.reload()
+    sync_api.expect(page.locator("canvas.plate-canvas")).to_have_count(2)
+    assert drawn > 10_000 and painted(page) == drawn
+    page.fill("#plate-0", "12")                          # the second left empty: 1 of 2, the rule's minimum
+    page.click("#colour-submit")
+    for number in range(4):
+        sync_api.expect(stage).to_have_attribute("data-stage", "game")
+        guess_first(page)
+        page.click("#next-game")
+        if number == 1:                                  # after every 2 games
+            sync_api.expect(stage).to_have_attribute("data-stage", "attention_check")
+            page.check('input[value="Purple"]')          # the answer the question states
+            page.click("#attention-submit")
+    sync_api.expect(stage).to_have_attribute("data-stage", "questionnaire")
+    for item in page.locator("fieldset.question-item").all():
+        item.locator("input").last.check()               # the demographics' last option: "Prefer not to say"
+    page.click("#questionnaire-submit")
+    sync_api.expect(stage).to_have_attribute("data-stage", "done")
+    assert not errors, errors
+
+    participants = tables(live_server.app.extensions["exag"].store.events())["participants"].set_index("participant")
+    out, passed = participants.loc["pid:checks-1"], participants.loc["pid:checks-2"]
+    assert out["screened_out"] == "comprehension" and out["comprehension_failures"] == 2
+    assert "comprehension_failed" in out["flags"].split("+")
+    assert passed["comprehension_passed"] and passed["comprehension_failures"] == 0
+    assert passed["colour_screen_correct"] == 1 and passed["colour_screen_passed"]
+    assert (passed["attention_passed"], passed["attention_total"]) == (1, 1)
+    assert passed["demo_age"] == "Prefer not to say" and passed["q_trust"] == "Strongly agree"
+    assert not {"comprehension_failed", "attention_failed", "colour_screen_failed"} & set(str(passed["flags"]).split("+"))

@@ -6,7 +6,7 @@ import json
 
 from game.settings import RATINGS
 
-from socket_player import Player, Rater, started
+from socket_player import Player, Rater, joined, started
 
 FORBIDDEN_KEYS = {"secret", "guess", "score", "won", "truth", "grade", "answer_grade", "program",
                   "world_images", "is_secret", "position", "probability_of_secret"}
@@ -128,3 +128,29 @@ def test_rating_items_appear_only_after_the_guess(app, connect):
     assert gid not in items()
     player.ok("guess", {"game_id": gid, "image": player.game["images"][1]})
     assert gid in items()
+
+
+def test_checks_never_send_their_right_answers(app, connect):
+    """The server grades every participant check (game/checks.py): no state says which option is right or
+    which number a colour plate shows, not even after a wrong attempt."""
+    checks = {"comprehension": {}, "colour_screen": {}, "attention": {"every": 1}, "demographics": {}}
+    config = {"study_id": "leak-checks", "kind": "controlled", "arms": ["none"], "sessions": 4,
+              "games_per_session": 1, "choose_arm": True, "settings": {"min_questions": 0}, "checks": checks}
+    assert app.test_client().post("/admin/studies?token=test-admin",
+                                  data={"config": json.dumps(config)}).status_code == 302
+    player = joined(connect, "leak-checks", "checked", arm="none")
+    seen = [player.ok("consent", {"agree": True}), player.ok("begin", {})]
+    first = {q["key"]: q["options"][0] for q in player.state["check"]["questions"]}
+    seen += [player.ok("comprehension", {"answers": first}), player.ok("begin", {})]
+    seen.append(player.ok("comprehension", {"answers": first}))
+    plates = player.state["check"]["plates"]
+    seen.append(player.ok("colour_screen", {"answers": {p["key"]: "" for p in plates}}))
+    gid = player.game["game_id"]
+    player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
+    seen.append(player.ok("next_game", {"game_id": gid}))
+    assert player.state["stage"] == "attention_check"
+    for state in seen:
+        check = state["check"] or {}
+        assert not keys_of(check) & {"answer", "correct", "right", "wrong", "passed"}, check
+        assert all(set(p) == {"key", "dots"} for p in check.get("plates", []))
+        assert not keys_of(state.get("instructions", {}).get("comprehension") or {}) & {"wrong", "answer"}

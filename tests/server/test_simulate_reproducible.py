@@ -18,7 +18,9 @@ from PIL import Image
 
 from game.seeding import seeded_rng
 from server.inference import Predictor, RoundRequest
-from server.simulate import EXPORT_DIR, RUN_DEPENDENT, SUMMARY, SimulationConfig, simulate
+from game.assignment import slots
+from game.study import StudyConfig
+from server.simulate import EXPORT_DIR, RUN_DEPENDENT, SUMMARY, SimulationConfig, seeded_study, simulate
 from vqa_agent.agent import VQAAgent
 
 # what the summary says about the run rather than the study: its clock, where it wrote, how it was run
@@ -135,6 +137,9 @@ def test_a_seed_gives_the_same_export_whatever_the_threads(kind, tiny_agent_dir,
     assert first["games"]["data"] and first["rounds"]["data"] and first["explanations"]["data"]
     for table in first:
         assert first[table] == second[table], f"{kind}: {table} differs between the runs"
-    if kind == "controlled":          # every arm had its participant, the fifth the first arm again
-        arms = [row[first["participants"]["columns"].index("arm")] for row in first["participants"]["data"]]
-        assert arms == ["none", "attention", "relqa", "both", "none"]
+    if kind == "controlled":          # arms and orders dealt from the study's seed, derived from --seed
+        study = json.loads(dict(zip(first["studies"]["columns"], first["studies"]["data"][0]))["config"])
+        assert study["seed"] == seeded_study(StudyConfig.from_dict(STUDIES[kind]), 5).seed
+        columns = first["participants"]["columns"]
+        dealt = [(row[columns.index("arm")], row[columns.index("order")]) for row in first["participants"]["data"]]
+        assert dealt == [(s.arm, s.order) for s in slots(study["seed"], study["arms"], "counterbalanced", 5)]

@@ -32,8 +32,17 @@ export function render(state, ctx) {
       h("h2", {text: "The explanations"}),
       h("ul", {}, modes.map((mode) => h("li", {text: MODE_TEXT[shownAs(mode)] || mode})))) : null,
     example(s, explained),
+    retryNote(info.comprehension),
     h("button", {id: "begin", type: "button", class: "primary", disabled: Boolean(ctx.ui.busy),
-                 onclick: () => ctx.emit("begin", {}), text: "Start the first game"}));
+                 onclick: () => ctx.emit("begin", {}),
+                 text: info.comprehension ? "Continue to a few questions about the rules" : "Start the first game"}));
+}
+
+// After a comprehension check with a wrong answer (the server does not say which): read again, answer again.
+function retryNote(comprehension) {
+  if (!comprehension || !comprehension.failures) return null;
+  return h("p", {id: "comprehension-retry", class: "notice", role: "status",
+                 text: "Some of your answers to the questions about the rules were not right. Please read the rules above again, then answer the questions once more."});
 }
 
 function explanationRule(s, modes) {

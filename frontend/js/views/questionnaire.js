@@ -1,5 +1,7 @@
 // Stage "questionnaire": the items of state.questionnaire; scale items as radio groups (required),
-// text items as an optional textarea. Submits `questionnaire {answers: {key: value}}`.
+// text items as an optional textarea; then the study's demographics items (state.demographics: choices,
+// each with "Prefer not to say", and optional text). Submits `questionnaire {answers: {key: value}}`.
+import { choiceGroup } from "../choices.js";
 import { h } from "../dom.js";
 
 const MAX_TEXT = 2000;
@@ -7,16 +9,21 @@ const MAX_TEXT = 2000;
 export function render(state, ctx) {
   const answers = ctx.ui.answers || (ctx.ui.answers = {});   // kept across re-renders (e.g. after an error)
   const items = state.questionnaire || [];
+  const about = state.demographics || [];
   const submit = (event) => {
     event.preventDefault();
     const form = event.currentTarget;
     if (!form.reportValidity()) return;
-    ctx.emit("questionnaire", {answers: collect(items, answers)});
+    ctx.emit("questionnaire", {answers: collect([...items, ...about], answers)});
   };
   return h("section", {class: "page questionnaire"},
     h("h1", {tabindex: "-1", text: "A few last questions"}),
     h("form", {id: "questionnaire", onsubmit: submit},
-      items.map((item, i) => (item.type === "scale" ? scaleItem(item, i, answers) : textItem(item, i, answers))),
+      items.map((item, i) => (item.type === "scale" ? choiceGroup(item, `q${i}`, answers) : textItem(item, `q${i}`, answers))),
+      about.length ? h("section", {class: "demographics", "aria-labelledby": "about-you"},
+        h("h2", {id: "about-you", text: "About you"}),
+        h("p", {class: "hint", text: "These answers describe who took part. Choose “Prefer not to say” for anything you would rather not tell."}),
+        about.map((item, i) => (item.type === "choice" ? choiceGroup(item, `d${i}`, answers) : textItem(item, `d${i}`, answers)))) : null,
       h("button", {id: "questionnaire-submit", type: "submit", class: "primary", disabled: Boolean(ctx.ui.busy),
                    text: ctx.ui.busy ? "Sending…" : "Submit"})));
 }
@@ -27,20 +34,7 @@ function collect(items, answers) {
   return result;
 }
 
-function scaleItem(item, i, answers) {
-  return h("fieldset", {class: "question-item scale", dataset: {key: item.key}},
-    h("legend", {text: item.text}),
-    h("div", {class: "scale-options"}, (item.options || []).map((option, k) => {
-      const id = `q${i}-${k}`;
-      return h("label", {for: id, class: "scale-option"},
-        h("input", {type: "radio", id, name: item.key, value: option, required: k === 0, checked: answers[item.key] === option,
-                    onchange: () => { answers[item.key] = option; }}),
-        " ", option);
-    })));
-}
-
-function textItem(item, i, answers) {
-  const id = `q${i}`;
+function textItem(item, id, answers) {
   return h("div", {class: "question-item text"},
     h("label", {for: id, text: item.text}),
     h("textarea", {id, name: item.key, rows: "3", maxlength: String(MAX_TEXT), dataset: {key: item.key},

@@ -1,0 +1,185 @@
+"""The analysis held to the study's pre-registration (game/preregistration.py), when it has one.
+
+A study registered with `exag preregister` carries its plan in the export's `studies` table. Then, by
+default, `exag analyze`:
+- excludes the participants its registered rules name (each study its own rules), and reports how many
+  participants and games each rule removed (report["quality"]["removed_by_flag"]);
+- reports the registered primary comparison under report["preregistration"], with the hash, and labels
+  every other analysis exploratory ("labels");
+- repeats the primary comparison without any exclusion: the sensitivity analysis (report["sensitivity"]).
+`--exclude FLAGS` on such data is allowed and applies those flags instead, labelled a deviation from the
+pre-registration; `--no-exclusions` reports only the unexcluded analysis.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from game.preregistration import PRIMARY, PRIMARY_OUTCOME, primary_comparisons
+
+from .at_will import at_will
+from .controlled import controlled
+from .data import Tables
+from .frames import Frames, build_frames
+
+PREREGISTERED, DEVIATION, UNEXCLUDED, NOT_REGISTERED = "preregistered", "deviation", "unexcluded", "not preregistered"
+# the report's sections, as labelled: the one holding a study's primary test is "primary" (its other
+# comparisons are exploratory all the same), every other one "exploratory"; all are exploratory when the
+# analysis is not the registered one (--exclude other flags, --no-exclusions)
+SECTIONS = ("controlled", "at_will", "by_helpfulness", "difficulty_by_rating", "rating_histograms", "by_correctness",
+            "answer_correctness", "correlations", "agreement", "benchmarks")
+SENSITIVITY = ("the pre-registered primary comparison on every participant, no exclusion applied: if it differs "
+               "from the primary result, the exclusions decide the result")
+
+
+def registrations(tables: Tables) -> dict[str, dict]:
+    """{study: its registered plan} for the studies in `tables` that were pre-registered (a plan with its
+    sha256 in the `studies` table); a row that is not such a plan counts as not pre-registered."""
+    studies = tables.studies
+    if studies.empty or "preregistration" not in studies.columns:
+        return {}
+    plans = {}
+    for study, text in zip(studies["study"], studies["preregistration"]):
+        try:
+            plan = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            plan = None
+        if isinstance(plan, dict) and plan.get("sha256") and isinstance(plan.get("exclusions"), list):
+            plans[str(study)] = plan
+    return plans
+
+
+def exclusion_rules(plans: dict[str, dict], exclude_flags, no_exclusions: bool) -> tuple[object, str]:
+    """What build_frames excludes, and which analysis that is: the registered rules per study (the
+    default), the flags asked for in every study (a deviation where a study registered others), or none."""
+    if no_exclusions:
+        return frozenset(), UNEXCLUDED if plans else NOT_REGISTERED
+    if exclude_flags is not None:
+        differs = any(set(plan["exclusions"]) != set(exclude_flags) for plan in plans.values())
+        return frozenset(exclude_flags), DEVIATION if differs else PREREGISTERED if plans else NOT_REGISTERED
+    return {study: frozenset(plan["exclusions"]) for study, plan in plans.items()}, \
+        PREREGISTERED if plans else NOT_REGISTERED
+
+
+def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: dict, per_study: dict,
+            guarded: Callable[[str, Callable[[], dict], list], dict], notes: list[str]) -> dict:
+    """The report's "preregistration" (and, where exclusions were applied, "sensitivity") keys."""
+    if not plans:
+        return {"preregistration": {"registered": False, "analysis": NOT_REGISTERED, "labels": {}, "studies": {}}}
+    applied = exclusions["flags"]
+    studies = {}
+    for study, plan in plans.items():
+        mine = per_study.get(study)
+        kind = (mine or {}).get("kind")
+        deviation = None
+        if analysis == DEVIATION and set(applied) != set(plan["exclusions"]):
+            deviation = (f"excluded by {', '.join(applied) or 'no flag'} (--exclude) instead of the pre-registered "
+                         f"{', '.join(plan['exclusions']) or 'no exclusion'}")
+        studies[study] = {
+            "sha256": plan["sha256"], "hypotheses": plan.get("hypotheses", []), "primary": plan.get("primary"),
+            "primary_test": _primary_test(plan.get("primary"), kind), "primary_outcome": PRIMARY_OUTCOME,
+            "planned_n": plan.get("planned_n"), "stopping_rule": plan.get("stopping_rule"),
+            "exclusions": plan["exclusions"],
+            "applied": [] if analysis == UNEXCLUDED else applied if analysis == DEVIATION else plan["exclusions"],
+            "deviation": deviation,
+            "participants": (mine or {}).get("n", {}).get("participants", 0),
+            "result": primary_result(plan.get("primary"), mine) if mine else {"missing": "no finished games"}}
+    # only the analysis as registered has a confirmatory test; with other exclusions every one is exploratory
+    primary_sections = {_section_of(plan.get("primary")) for plan in plans.values()} if analysis == PREREGISTERED \
+        else set()
+    out = {"preregistration": {
+        "registered": True, "analysis": analysis, "statement": _statement(analysis, studies),
+        "labels": {s: "primary" if s in primary_sections else "exploratory" for s in SECTIONS},
+        "studies": studies}}
+    if analysis in (PREREGISTERED, DEVIATION) and (applied or exclusions["participants"]):
+        out["sensitivity"] = sensitivity(tables, plans, guarded, notes)
+    return out
+
+
+def sensitivity(tables: Tables, plans: dict[str, dict], guarded, notes: list[str]) -> dict:
+    """Each pre-registered study's primary comparison on all its participants (no exclusion)."""
+    frames, _ = build_frames(tables, frozenset())
+    played = set(frames.games["study"])
+    results = {}
+    for study, plan in plans.items():
+        if study not in played:
+            results[study] = {"missing": "no finished games"}
+            continue
+        mine = frames.study(study)
+        section = _section_of(plan.get("primary"))
+        compute: Callable[[Frames], dict] = at_will if section == "at_will" else controlled
+        results[study] = {"participants": int(mine.games["cluster"].nunique()), "games": int(len(mine.games)),
+                          "result": primary_result(plan.get("primary"),
+                                                   {section: guarded(f"sensitivity of {study}",
+                                                                     lambda: compute(mine), notes)})}
+    return {"exclusions": [], "description": SENSITIVITY, "studies": results}
+
+
+def primary_result(primary: str | None, study_report: dict) -> dict:
+    """The registered primary comparison, as the report computed it (a Table 1 row, the effect net of
+    practice, or the at-will explanations-used comparison)."""
+    section = study_report.get(_section_of(primary)) or {}
+    if section.get("missing"):
+        return {"missing": section["missing"]}
+    if primary == "explanations_used":
+        found = section.get("explanations_used")
+    elif primary == "net_of_practice":
+        found = section.get("net_of_practice")
+    else:
+        found = next((r for r in section.get("table1") or [] if r.get("mode") == primary), None)
+    return found if isinstance(found, dict) else {"missing": f"the report has no {primary!r} comparison"}
+
+
+def _section_of(primary: str | None) -> str:
+    return "at_will" if primary in PRIMARY["at-will"] else "controlled"
+
+
+def _primary_test(primary: str | None, kind: str | None) -> str:
+    for k in ([kind] if kind else []) + list(PRIMARY):
+        described = primary_comparisons(k, [primary]).get(primary)
+        if described:
+            return described
+    return str(primary)
+
+
+def _statement(analysis: str, studies: dict) -> str:
+    """One sentence on how this analysis stands to the pre-registration (the printout and the HTML)."""
+    hashes = ", ".join(f"{s} sha256 {v['sha256']}" for s, v in studies.items())
+    if analysis == UNEXCLUDED:
+        return (f"Pre-registered ({hashes}); --no-exclusions: this is the unexcluded analysis only, without the "
+                "pre-registered exclusions; every analysis is exploratory.")
+    if analysis == DEVIATION:
+        return (f"Pre-registered ({hashes}); DEVIATION: "
+                + "; ".join(f"{s}: {v['deviation']}" for s, v in studies.items() if v["deviation"])
+                + ". The registered primary comparison is shown on these exclusions, so it is exploratory too, "
+                  "like every other analysis.")
+    return (f"Pre-registered ({hashes}): the registered exclusions are applied and the registered primary "
+            "comparison is the confirmatory test; every other analysis is exploratory.")
+
+
+def describe(result: dict) -> str:
+    """A primary comparison in one line of plain text (the printout and the HTML): a Table 1 row, the
+    at-will explanations-used comparison, or the effect net of practice."""
+    if not isinstance(result, dict) or result.get("missing"):
+        return f"not computed: {(result or {}).get('missing', 'no result')}"
+
+    def rate(cell) -> str:
+        if not isinstance(cell, dict) or cell.get("win_rate") is None:
+            return "-"
+        return f"{cell['win_rate']:.1%} (n={cell.get('n_games', 0)})"
+
+    def p(value) -> str:
+        return "p -" if value is None else "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
+
+    if "with_expl" in result:                       # a Table 1 row
+        gain = (result.get("improvement") or {}).get("win_rate")
+        return (f"win rate with explanations {rate(result['with_expl'])}, without {rate(result.get('no_expl'))}; "
+                f"with - without {'-' if gain is None else f'{100 * gain:+.1f}'} points, "
+                f"{p(result.get('p_value_clustered'))} (clustered), {result.get('n_participants', 0)} participants")
+    if "with" in result:                            # at-will: explanations used
+        return (f"win rate using explanations {rate(result['with'])}, never using them "
+                f"{rate(result.get('without'))}; {p(result.get('p_value_clustered'))} (clustered), "
+                f"{result.get('n_participants', 0)} participants")
+    ratio = result.get("odds_ratio")                # the effect net of practice
+    return (f"odds ratio {'-' if ratio is None else f'{ratio:.2f}'}, {p(result.get('p_value'))} "
+            f"({result.get('n_clusters', 0)} participants)")

@@ -1,0 +1,133 @@
+"""`exag preregister STUDY --out FILE`: the study's rules, fixed before data.
+
+Reads the plan from the study file's "preregistration" section (game/preregistration.py has its fields and
+what the hash holds), writes the document FILE.json (canonical JSON: the hash is of these bytes) and its
+readable FILE.md, and stores the document's SHA-256 in the study file's section, where the server and
+`exag analyze` find it.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from game.preregistration import PRIMARY_OUTCOME, digest, document_bytes, missing, primary_comparisons
+from game.quality import FAST_GAME_S, FLAGS, STRAIGHT_LINE_MIN_RATINGS
+from game.study import StudyConfig, load_study
+
+HELP = "freeze a study's hypotheses, primary test, planned N, stopping rule and exclusions before data"
+DESCRIPTION = f"""\
+Writes the pre-registration of STUDY (a study JSON file) as OUT.json (the document: the study's design and
+its plan, canonical JSON) and OUT.md (the same, readable, to deposit e.g. on OSF), and stores the SHA-256 of
+OUT.json in STUDY's "preregistration" section. The plan is that section, written by the researcher:
+
+  "preregistration": {{
+    "hypotheses": ["Explanations raise the win rate."],
+    "primary": "overall",
+    "stopping_rule": "Stop when 80 participants have finished, or on 30 June, whichever comes first.",
+    "exclusions": ["fast_games", "no_questions"]
+  }}
+
+primary: the confirmatory test. Controlled studies: overall, overall_inc_none, net_of_practice, or one of the
+study's arms (its Table 1 row); at-will studies: explanations_used. exclusions: quality flags of the export
+([] for none):
+  {", ".join(FLAGS)}
+planned_n: --planned-n (or "planned_n" in the section); `exag simulate power --study STUDY ...` estimates
+the participants the primary test needs.
+
+After this, the study is held to it: a study file whose plan or design no longer matches its hash is refused,
+a server that has the study refuses one whose pre-registration differs, and `exag analyze` applies the
+registered exclusions by default, prints what each removed, labels every other analysis exploratory and
+repeats the primary comparison without exclusions (sensitivity). Running it again before any data replaces
+the registration (and its hash)."""
+# what each flag means, for the reader of the document (game/quality.py computes them)
+FLAG_MEANINGS = {
+    "no_questions": "finished a game without asking a single question",
+    "fast_games": f"finished a game in under {FAST_GAME_S:g} s",
+    "straight_lined": f"gave the same helpfulness rating to every round ({STRAIGHT_LINE_MIN_RATINGS} ratings or more)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", type=Path, metavar="STUDY", help="the study file (JSON, as in studies/)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the document's path without extension: writes OUT.json and OUT.md")
+    parser.add_argument("--planned-n", type=int, default=None, metavar="N",
+                        help="participants to recruit (`exag simulate power` estimates how many the primary "
+                             "test needs); default: the section's planned_n")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    written = preregister(args.study, args.out, args.planned_n)
+    print(f"pre-registered {written['study']}: {written['json']} (sha256 {written['sha256']}) and {written['md']}; "
+          f"{args.study} now carries the hash. `exag analyze` holds the study's report to it.")
+    return 0
+
+
+def preregister(study_path: Path, out: Path, planned_n: int | None = None) -> dict:
+    """Writes the document and stores its hash in the study file; returns the paths and the hash."""
+    study = load_study(study_path)                       # a malformed plan fails here, in one line
+    plan = {k: v for k, v in study.preregistration.items() if k != "sha256"}
+    if planned_n is not None:
+        plan["planned_n"] = planned_n
+    lacking = missing(plan)
+    if lacking:
+        raise ValueError(f"{study_path}: the \"preregistration\" section lacks {', '.join(lacking)}"
+                         + (" (give --planned-n N)" if lacking == ["planned_n"] else "")
+                         + "; see `exag preregister --help`")
+    try:
+        draft = replace(study, preregistration=plan)         # checks the plan with the new planned_n
+    except ValueError as error:
+        raise ValueError(f"{study_path}: {error}") from error
+    sha256 = digest(draft)
+    registered = replace(draft, preregistration={**plan, "sha256": sha256})
+    base = out.with_suffix("") if out.suffix in (".json", ".md") else out
+    json_path, md_path = Path(f"{base}.json"), Path(f"{base}.md")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(document_bytes(draft))
+    md_path.write_text(markdown(registered, json_path.name), encoding="utf-8")
+    data = json.loads(Path(study_path).read_text())
+    data["preregistration"] = registered.preregistration
+    Path(study_path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"study": study.study_id, "sha256": sha256, "json": json_path, "md": md_path}
+
+
+def markdown(study: StudyConfig, json_name: str) -> str:
+    """The document, readable: what is registered, what each rule means, and how the analysis uses it."""
+    plan = study.preregistration
+    primary = plan["primary"]
+    exclusions = plan["exclusions"]
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    lines = [
+        f"# Pre-registration: {study.study_id}", "",
+        f"Written {today} by `exag preregister`. The registered document is `{json_name}`; its SHA-256 is",
+        "", f"    {plan['sha256']}", "",
+        "and the study's configuration carries the same hash, so the server and `exag analyze` hold the study to it.",
+        "", "## Design", "",
+        f"- Kind: {study.kind}", f"- Arms: {', '.join(study.arms)}",
+        f"- Sessions: {study.sessions} of {study.games_per_session} games each ({study.games} games per participant)",
+        *([f"- Order: {study.order} (assigned with the arm by the study's seeded blocked randomization)"]
+          if study.kind == "controlled" else []),
+        f"- Participant checks: {', '.join(sorted(study.checks)) or 'none'}"
+        + (f" (as configured: `{json.dumps(study.checks, sort_keys=True)}`)" if study.checks else ""),
+        "", "## Hypotheses", "", *[f"{i}. {h}" for i, h in enumerate(plan["hypotheses"], 1)],
+        "", "## Primary outcome", "", PRIMARY_OUTCOME[0].upper() + PRIMARY_OUTCOME[1:] + ".",
+        "", "## Primary test", "",
+        f"`{primary}`: {primary_comparisons(study.kind, study.arms)[primary]}. It is the one confirmatory test; "
+        "every other analysis in the report is exploratory.",
+        "", "## Planned sample size", "",
+        f"{plan['planned_n']} participants (the participants the primary test needs can be estimated with "
+        "`exag simulate power`).",
+        "", "## Stopping rule", "", plan["stopping_rule"],
+        "", "## Exclusions", "",
+        *(["A participant who raised any of these quality flags is excluded, with all their games:", "",
+           *[f"- `{f}`: {FLAG_MEANINGS.get(f, f)}" for f in exclusions]] if exclusions else
+          ["No participant is excluded."]),
+        "", "The analysis (`exag analyze`) applies these exclusions by default, reports how many participants and "
+        "games each removed, and repeats the primary comparison without them as a sensitivity analysis.",
+        "", "## The registered document", "", "```json", document_bytes(study).decode("utf-8").rstrip(), "```", "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Rules fixed before data (issue 28): `exag preregister` freezes a study's plan into a document whose hash
+the study carries, and `exag analyze` holds the report to it: the registered exclusions by default (what
+each removed, the hash), everything else exploratory, the unexcluded data as a sensitivity analysis,
+`--no-exclusions`, and `--exclude` other flags as a deviation. Real export, loaders, report and CLI."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from test_analysis import PARTICIPANTS_PER_ARM, WINS_PER_BLOCK, controlled_log
+
+from exag_cli import main
+from experiments.analysis import analyze
+from experiments.analysis.html import render_html
+from experiments.analysis.write import format_summary
+from game.quality import FLAGS
+from game.study import StudyConfig, load_study
+from server.export import write_export
+
+PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
+        "stopping_rule": "Stop when 25 participants have finished.", "exclusions": ["fast_games"]}
+STUDY = {"study_id": "ctl", "kind": "controlled", "arms": list(WINS_PER_BLOCK), "sessions": 4,
+         "games_per_session": 5, "completion_code": "SECRET-CODE"}
+PARTICIPANTS = len(WINS_PER_BLOCK) * PARTICIPANTS_PER_ARM
+SPEEDY_GAMES = 20          # the speedy participant plays the whole study, each game in 2 s
+WRITTEN = {"html": "report.html", "json": "report.json", "figures": "figures", "tables": "tables"}
+
+
+def preregistered(tmp_path, plan: dict = PLAN) -> StudyConfig:
+    """The study file with its plan, registered by the real command; the study as the file now holds it."""
+    path = tmp_path / "ctl.json"
+    path.write_text(json.dumps({**STUDY, "preregistration": plan}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "prereg" / "ctl"), "--planned-n", "25"]) == 0
+    return load_study(path)
+
+
+def study_log(study: StudyConfig):
+    """The controlled log of test_analysis, created as `study`, plus a participant who raises fast_games and
+    wins every game, and one of an unregistered study who raises it too (their study has no such rule)."""
+    log = controlled_log("ctl")
+    log.events.insert(0, {"type": "study_created", "time": 1.0, "study": "ctl", "config": study.to_dict()})
+    for number in range(SPEEDY_GAMES):
+        log.game("ctl", "speedy", "attention", number, won=True, seconds=2.0)
+    for number in range(5):
+        log.game("free", "speedy-free", "attention", number, won=True, seconds=2.0)
+    return log
+
+
+def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path, capsys):
+    study = preregistered(tmp_path)
+    document = (tmp_path / "prereg" / "ctl.json").read_bytes()
+    sha256 = hashlib.sha256(document).hexdigest()
+    assert study.preregistration == {**PLAN, "planned_n": 25, "sha256": sha256}
+    assert sha256 in capsys.readouterr().out
+    registered = json.loads(document)
+    assert registered["preregistration"] == {**PLAN, "planned_n": 25}
+    assert registered["study"] == {**{k: STUDY[k] for k in ("study_id", "kind", "arms", "sessions", "games_per_session")},
+                                   "order": "counterbalanced", "checks": {}}   # the design: order and checks too
+    markdown = (tmp_path / "prereg" / "ctl.md").read_text()
+    for text in (sha256, "Explanations raise the win rate.", "`overall`", "25 participants", "exag simulate power",
+                 "Stop when 25 participants", "`fast_games`: finished a game in under 10 s", "exploratory"):
+        assert text in markdown, text
+    assert "SECRET-CODE" not in markdown and b"SECRET-CODE" not in document    # documents get published
+
+
+def test_a_rule_changed_after_registration_no_longer_makes_a_study(tmp_path):
+    study = preregistered(tmp_path)
+    changed = {**study.to_dict(), "preregistration": {**study.preregistration, "exclusions": ["no_questions"]}}
+    with pytest.raises(ValueError, match="differ from its pre-registration") as refused:
+        StudyConfig.from_dict(changed)
+    assert "\n" not in str(refused.value) and "exag preregister" in str(refused.value)
+    StudyConfig.from_dict({**study.to_dict(), "completion_code": "NEW"})     # not a rule: the hash still holds
+
+
+def test_unknown_exclusion_flags_are_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(ValueError) as refused:
+        StudyConfig("x", preregistration={"exclusions": ["sleepy"]})
+    assert str(refused.value) == ("preregistration.exclusions: unknown quality flag(s) 'sleepy'; flags: "
+                                  + ", ".join(FLAGS))
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**STUDY, "preregistration": {**PLAN, "exclusions": ["sleepy"]}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"{path}: preregistration.exclusions: unknown quality flag(s) 'sleepy'" in error
+    assert not (tmp_path / "doc.json").exists()
+
+
+def test_preregister_says_what_the_plan_lacks(tmp_path, capsys):
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps({**STUDY, "preregistration": {k: v for k, v in PLAN.items() if k != "stopping_rule"}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc")]) == 2
+    assert "lacks stopping_rule, planned_n" in capsys.readouterr().err
+    path.write_text(json.dumps({**STUDY, "preregistration": PLAN}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc")]) == 2
+    assert "lacks planned_n (give --planned-n N)" in capsys.readouterr().err
+    path.write_text(json.dumps({**STUDY, "preregistration": {**PLAN, "primary": "explanations_used"}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "9"]) == 2
+    assert "'explanations_used' is not a primary test of this controlled study" in capsys.readouterr().err
+
+
+def test_the_analysis_applies_the_registered_exclusions_by_default(tmp_path, capsys):
+    study = preregistered(tmp_path)
+    log = study_log(study)
+    write_export(log.events, tmp_path / "export")
+    assert main(["analyze", "--data", str(tmp_path / "export"), "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    sha256 = study.preregistration["sha256"]
+
+    assert report["exclusions"] == {"flags": ["fast_games"], "participants": 1, "games": SPEEDY_GAMES}
+    assert report["quality"]["removed_by_flag"] == {"fast_games": {"participants": 1, "games": SPEEDY_GAMES}}
+    assert report["n"]["participants"] == PARTICIPANTS
+    held = report["preregistration"]
+    assert held["registered"] and held["analysis"] == "preregistered"
+    mine = held["studies"]["ctl"]
+    assert mine["sha256"] == sha256 and mine["applied"] == ["fast_games"] and mine["deviation"] is None
+    assert mine["planned_n"] == 25 and mine["participants"] == PARTICIPANTS
+    overall = next(r for r in report["controlled"]["table1"] if r["mode"] == "overall")
+    assert mine["result"] == overall
+    assert held["labels"]["controlled"] == "primary"
+    assert {v for k, v in held["labels"].items() if k != "controlled"} == {"exploratory"}
+    assert sha256 in report["methods"]
+
+    # the sensitivity analysis: the same comparison with the speedy participant (10 games with explanations)
+    again = report["sensitivity"]["studies"]["ctl"]
+    assert again["participants"] == PARTICIPANTS + 1 and again["games"] == 20 * (PARTICIPANTS + 1)
+    assert again["result"]["with_expl"]["n_games"] == overall["with_expl"]["n_games"] + SPEEDY_GAMES // 2
+    assert again["result"]["with_expl"]["win_rate"] > overall["with_expl"]["win_rate"]
+
+    assert "fast_games removed 1 participant(s) and 20 game(s)" in printed
+    assert sha256 in printed and "EXPLORATORY" in printed and "ctl sensitivity, no exclusions" in printed
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert sha256 in page and "Pre-registration" in page and page.count('class="tag exploratory"') >= 5
+    assert "pre-registered primary test inside" in page
+
+
+def test_each_study_is_held_to_its_own_rules(tmp_path):
+    report = analyze(study_log(preregistered(tmp_path)).tables())        # ctl pre-registered, free not
+    assert report["exclusions"]["participants"] == 1                     # speedy-free raises fast_games too
+    assert report["n"]["studies"]["free"]["participants"] == 1
+    assert list(report["preregistration"]["studies"]) == ["ctl"]
+
+
+def test_no_exclusions_shows_only_the_unexcluded_analysis(tmp_path):
+    tables = study_log(preregistered(tmp_path)).tables().only(["ctl"])
+    report = analyze(tables, no_exclusions=True)
+    assert report["exclusions"] == {"flags": [], "participants": 0, "games": 0}
+    assert report["n"]["participants"] == PARTICIPANTS + 1
+    held = report["preregistration"]
+    assert held["analysis"] == "unexcluded" and held["studies"]["ctl"]["applied"] == []
+    assert set(held["labels"].values()) == {"exploratory"} and "sensitivity" not in report
+    assert "--no-exclusions" in held["statement"]
+    assert "EXPLORATORY" in format_summary(report, WRITTEN)
+
+
+def test_other_exclusions_are_a_deviation(tmp_path):
+    tables = study_log(preregistered(tmp_path)).tables().only(["ctl"])
+    report = analyze(tables, exclude_flags={"straight_lined"})
+    held = report["preregistration"]
+    assert held["analysis"] == "deviation" and set(held["labels"].values()) == {"exploratory"}
+    assert held["studies"]["ctl"]["deviation"] == ("excluded by straight_lined (--exclude) instead of the "
+                                                   "pre-registered fast_games")
+    assert "DEVIATION" in held["statement"] and "DEVIATION" in format_summary(report, WRITTEN)
+    assert "deviation:" in render_html(report, [])
+    same = analyze(tables, exclude_flags={"fast_games"})                 # --exclude as registered: no deviation
+    assert same["preregistration"]["analysis"] == "preregistered"
+
+
+def test_a_study_without_registration_keeps_todays_default(tmp_path):
+    log = study_log(StudyConfig.from_dict(STUDY))
+    report = analyze(log.tables())
+    assert report["exclusions"]["participants"] == 0
+    assert report["preregistration"] == {"registered": False, "analysis": "not preregistered", "labels": {},
+                                         "studies": {}}
+    assert 'class="tag' not in render_html(report, [])

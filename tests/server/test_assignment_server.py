@@ -1,0 +1,67 @@
+"""Randomized assignment on a real server (real Redis, the Socket.IO test client): the server draws the
+study's seed when it stores the study, deals arms and orders from it, refills a dropout's slot, and the
+export (its assignments, participants, games and studies tables) reproduces every assignment from the seed."""
+from __future__ import annotations
+
+import json
+
+from socket_player import joined, started
+
+from game.assignment import slot
+from server.export import tables
+
+
+def test_the_export_reproduces_every_assignment_from_the_seed(app, connect):
+    services = app.extensions["exag"]
+    store = services.store
+    study, _ = store.study("real")
+    assert study.seed is not None and study.order == "counterbalanced"      # drawn when the study was stored
+    for i in range(10):
+        started(connect, "real", f"a{i}")
+    dropout = store.participant("real", "pid:a3")       # went silent long ago: their slot is dealt again
+    dropout["last_seen"] -= 10 * services.config.dropout_after_s
+    store.commit(participant=dropout)
+    started(connect, "real", "a10")
+    joined(connect, "ctl", "demo", arm="both")           # a demo's named arm takes no slot
+
+    exported = tables(store.events())
+    config = json.loads(exported["studies"].set_index("study").loc["real", "config"])
+    assert config["seed"] == study.seed and config["order"] == "counterbalanced"
+    assignments = exported["assignments"]
+    real = assignments[assignments["study"] == "real"]
+    assert [int(s) for s in real["slot"]] == list(range(10)) + [3]
+    for row in real.itertuples():
+        expected = slot(config["seed"], config["arms"], config["order"], int(row.slot))
+        assert (int(row.block), row.arm, row.order) == (expected.block, expected.arm, expected.order)
+        assert row.assigned_by == "randomization" and row.assigned > 0
+    assert real["refilled_slot"].iloc[:10].isna().all() and real["refilled_slot"].iloc[10] == 3
+    first_block = real.iloc[:8]             # one block: every arm once with each order
+    assert sorted(zip(first_block["arm"], first_block["order"])) == \
+        sorted((arm, order) for arm in config["arms"] for order in ("abab", "baba"))
+    demo = assignments[assignments["participant"] == "pid:demo"].iloc[0]
+    assert demo["assigned_by"] == "link" and demo["order"] == "abab" and demo["arm"] == "both"
+
+    # the participants table has each order, and every first game follows it
+    participants = exported["participants"].set_index("participant")
+    games = exported["games"]
+    firsts = games[(games["study"] == "real") & (games["game_number"] == 0)]
+    assert len(firsts) == 11
+    for game in firsts.itertuples():
+        order = participants.loc[game.participant, "order"]
+        assert game.order == order
+        assert bool(game.with_explanations) == (order == "baba" and game.arm != "none")
+
+
+def test_the_admin_form_refuses_an_unknown_order_in_one_line_and_seeds_a_new_study(app):
+    def create(config: dict):
+        return app.test_client().post("/admin/studies?token=test-admin", data={"config": json.dumps(config)})
+
+    refused = create({"study_id": "bad-order", "order": "abba"})
+    assert refused.status_code == 400
+    assert "<b>Not created: order must be abab, baba or counterbalanced, got &#39;abba&#39;</b>" in \
+        refused.get_data(as_text=True)
+    assert create({"study_id": "fresh", "arms": ["none", "both"], "order": "baba"}).status_code == 302
+    store = app.extensions["exag"].store
+    study, _ = store.study("fresh")
+    created = next(e for e in store.events() if e["type"] == "study_created" and e["study"] == "fresh")
+    assert study.seed is not None and created["config"]["seed"] == study.seed and study.order == "baba"
