@@ -163,8 +163,9 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
             try:
                 data = validate(event, payload)
                 if event == "join":
-                    who, view, message = play.join(data, request.cookies.get(browser.COOKIE))   # the handshake's
                     old = connections.get(sid)
+                    who, view, message = play.join(data, request.cookies.get(browser.COOKIE),   # the handshake's
+                                                   joined_on_this_connection=old)
                     connections[sid] = who
                     if old != who:
                         if old is not None:

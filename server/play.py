@@ -59,13 +59,15 @@ class Play:
 
     # --- joining ----------------------------------------------------------------------------------
 
-    def join(self, payload: dict, browser_cookie: str | None) -> tuple[tuple[str, str], dict, str | None]:
+    def join(self, payload: dict, browser_cookie: str | None,
+             joined_on_this_connection: tuple[str, str] | None = None) -> tuple[tuple[str, str], dict, str | None]:
         """(study, pid) of the connection, the view, and a message when the join was a refused repeat.
 
         The first join binds the participation to the browser (its `browser.COOKIE`, given by the game page)
         and to the platform's session id (Prolific SESSION_ID, MTurk assignmentId); a later join from another
         browser or with another session id is refused until the researcher releases the participant
-        (POST /admin/release), after which the next join binds again."""
+        (POST /admin/release), after which the next join binds again. `joined_on_this_connection`: whom the
+        connection joined before (None: nobody); a repeated join of the same participant logs no event."""
         bound_to = browser.key(browser_cookie)
         if bound_to is None:
             raise PlayError(NO_COOKIE)
@@ -81,8 +83,12 @@ class Play:
                 if not rebound and participant["binding"]["session"] != binding["session"]:
                     raise PlayError(ANOTHER_SESSION)
                 participant.update(binding=binding, last_seen=time.time())
+                # a connection that already joined this participant logs no second rejoin: a page joins once
+                # per connection, and a join flood must not grow the study's event log
+                logged = joined_on_this_connection == (study.study_id, pid) and not rebound
                 self.store.commit(participant=participant,
-                                  events=[self._event("rejoin", participant, **({"rebound": True} if rebound else {}))])
+                                  events=[] if logged else
+                                  [self._event("rejoin", participant, **({"rebound": True} if rebound else {}))])
                 message = "You have already taken part in this study. Thank you!" \
                     if participant["stage"] == DONE else None
                 return (study.study_id, pid), self.view(study.study_id, pid), message

@@ -109,3 +109,25 @@ def test_a_connections_burst_is_handled_and_a_flood_refused(limited):
         for client in clients:
             if client.is_connected():
                 client.disconnect()
+
+
+def test_a_join_flood_writes_no_study_events(limited):
+    """A connection that joins its participant again and again (issue 29: 860 rejoin events in 10 s) adds no
+    event after its first join; a new connection of the same browser (a reload) still logs its rejoin."""
+    clients = [socket_client(limited, "flood-1")]
+    try:
+        player = Player(clients[0])
+        player.ok("join", {"study": "aw", "pid": "flood-1"})
+        redis = limited.extensions["exag"].store.redis
+        before = redis.xlen(EVENTS)
+        for _ in range(10):
+            assert player.ok("join", {"study": "aw", "pid": "flood-1"})["stage"] == "consent"
+        assert redis.xlen(EVENTS) == before
+        clients.append(socket_client(limited, "flood-1"))
+        Player(clients[1]).ok("join", {"study": "aw", "pid": "flood-1"})
+        assert redis.xlen(EVENTS) == before + 1
+        assert redis.xrevrange(EVENTS, count=1)[0][1]["type"] == "rejoin"
+    finally:
+        for client in clients:
+            if client.is_connected():
+                client.disconnect()
