@@ -33,6 +33,8 @@ DEFAULT_AGENT = "medium"                                 # what "default" means
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
 FEATURE_CACHE_SIZE = 256   # images whose features stay in memory by default (~0.6 MB each)
+KNOWN_ARRAYS = 64          # read-only image arrays whose content key is remembered (a few games' images; the
+                           # references keep ~0.5 MB each alive)
 OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
 
 
@@ -64,7 +66,8 @@ def as_rgb_array(image) -> np.ndarray:
             array = np.stack([array] * 3, axis=-1)
         if array.ndim != 3 or array.shape[2] not in (3, 4) or min(array.shape[:2]) < 1:
             raise ImageError(f"an image array must be HxW, HxWx1, HxWx3 or HxWx4, got shape {image.shape}")
-        array = array[:, :, :3]
+        if array.shape[2] == 4:
+            array = array[:, :, :3]
         if array.dtype != np.uint8:
             if not np.issubdtype(array.dtype, np.number) or not np.isfinite(array).all():
                 raise ImageError("an image array must hold finite numbers")
@@ -129,6 +132,7 @@ class VQAAgent:
         self.config: AgentConfig = model.config
         self.vocabulary = vocabulary
         self._cache: OrderedDict[bytes, tuple] = OrderedDict()
+        self._keys: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()   # id -> (array, its key): _key
         self.feature_cache = FEATURE_CACHE_SIZE   # images whose features stay in memory (a worker raises it)
         # True: each new image is looked at alone, so its features are the same bits whichever images came
         # with it and whatever the cache held (a batch's shape changes the last bits of its sums); slower
@@ -161,7 +165,7 @@ class VQAAgent:
     def _look(self, arrays: list[np.ndarray]) -> list["SeenImage"]:
         """What the agent sees in each image, whatever the question: features, proposals with masks
         and attributes, concept probabilities. Cached by image content."""
-        keys = [hashlib.blake2b(a.tobytes() + str(a.shape).encode(), digest_size=16).digest() for a in arrays]
+        keys = [self._key(a) for a in arrays]
         for k in keys:
             if k in self._cache:
                 self._cache.move_to_end(k)
@@ -177,6 +181,21 @@ class VQAAgent:
         while len(self._cache) > max(self.feature_cache, len(set(keys))):
             self._cache.popitem(last=False)
         return [self._cache[k] for k in keys]
+
+    def _key(self, array: np.ndarray) -> bytes:
+        """The cache key of an image: a hash of its content, computed once per read-only array object (a
+        pool image, which the worker asks about again and again: hashing it cost ~7 ms a 20-image round).
+        A read-only array cannot change under its id while this cache holds a reference to it."""
+        known = self._keys.get(id(array))
+        if known is not None and known[0] is array:
+            self._keys.move_to_end(id(array))
+            return known[1]
+        key = hashlib.blake2b(array.tobytes() + str(array.shape).encode(), digest_size=16).digest()
+        if not array.flags.writeable:
+            self._keys[id(array)] = (array, key)
+            while len(self._keys) > KNOWN_ARRAYS:
+                self._keys.popitem(last=False)
+        return key
 
     def _seen_image(self, array: np.ndarray, features: ImageFeatures, found, objects: Objects, j: int) -> "SeenImage":
         boxes, scores = found
@@ -246,7 +265,9 @@ class VQAAgent:
         if not images:
             return []
         arrays = [as_rgb_array(image) for image in images]
-        ids, lengths = pad_questions([self.vocabulary.encode(q, self.config.max_question_words) for q in questions])
+        # what depends on the question alone, once per distinct question (a round asks one of 20 images)
+        read = {q: self._read(q) for q in dict.fromkeys(questions)}
+        ids, lengths = pad_questions([read[q].ids for q in questions])
         seen = self._look(arrays)
         objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
@@ -260,11 +281,12 @@ class VQAAgent:
             top_k = [(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])]
             attention = object_attention[n][:len(image.proposals)]
             symbolic = None
+            question_read = read[question_text]
             if image.perceived:
                 # as typed first ("There is a cube; what is its size?" needs its semicolon), then as
                 # the agent reads it (typos fixed, filler dropped, synonyms it knows)
                 symbolic = answer_symbolically(question_text, image.perceived) or \
-                    answer_symbolically(" ".join(self.vocabulary.read(question_text)), image.perceived)
+                    answer_symbolically(question_read.as_read, image.perceived)
             if symbolic is not None:
                 # the program's own evidence is what this agent looked at; the classifier's guesses
                 # stay as alternatives, scaled to share what the program's answer leaves
@@ -272,17 +294,24 @@ class VQAAgent:
                     [(a, p * (1 - symbolic.probability)) for a, p in top_k if a != symbolic.answer][: self.config.top_k - 1]
                 attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
                              for k in range(len(image.proposals))]
-            refusal = self._refusal(question_text)
+            refusal = question_read.refusal
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
                 proposals=[replace(p, attention=attention[k]) for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
-                unknown_words=self.vocabulary.unknown_words(question_text),
+                unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",
-                outside_words=self.vocabulary.outside_words(question_text) if refusal else [],
+                outside_words=list(question_read.outside_words),
                 refusal=refusal))
         return outputs
+
+    def _read(self, question: str) -> "ReadQuestion":
+        refusal = self._refusal(question)
+        return ReadQuestion(ids=self.vocabulary.encode(question, self.config.max_question_words),
+                            as_read=" ".join(self.vocabulary.read(question)), refusal=refusal,
+                            unknown_words=tuple(self.vocabulary.unknown_words(question)),
+                            outside_words=tuple(self.vocabulary.outside_words(question)) if refusal else ())
 
     def _refusal(self, question: str) -> str | None:
         """Why a question gets no confident answer (a word outside the world, another script), or None."""
@@ -291,6 +320,16 @@ class VQAAgent:
         except QuestionError as error:
             return str(error)
         return None
+
+
+@dataclass(frozen=True)
+class ReadQuestion:
+    """What the agent makes of a question's text, whatever the image."""
+    ids: list[int]                   # the encoder's word ids
+    as_read: str                     # typos fixed, filler dropped, synonyms it knows
+    refusal: str | None              # why it gets no confident answer, or None
+    unknown_words: tuple[str, ...]
+    outside_words: tuple[str, ...]
 
 
 @dataclass

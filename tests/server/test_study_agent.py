@@ -39,7 +39,7 @@ def create(app, config: dict):
 def test_a_study_plays_with_the_agent_it_names(app, connect, stubborn_agent):
     services = app.extensions["exag"]
     config = {"study_id": "private-agent", "kind": "controlled", "arms": ["attention"], "games_per_session": 1,
-              "choose_arm": True, "agent": str(stubborn_agent)}
+              "choose_arm": True, "agent": str(stubborn_agent), "order": "abab"}   # explanations in the 2nd game
     assert create(app, config).status_code == 302
     assert len(services.agents.workers) == 2          # loaded once, at creation, with its own worker
 
