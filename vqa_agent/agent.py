@@ -214,9 +214,9 @@ class VQAAgent:
             present = p * scores.cpu().unsqueeze(1)  # noisy-OR over proposals, weighted by their confidence
             for value, probability in zip(CONCEPTS[CONCEPT_SLICES[a]], (1 - torch.prod(1 - present, dim=0)).tolist()):
                 concepts[value] = probability
-        return SeenImage(grid=features.grid[j:j + 1],
-                         objects=Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)]
-                                           for f in OBJECT_FIELDS)),
+        grid = features.grid[j:j + 1]
+        mine = Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)] for f in OBJECT_FIELDS))
+        return SeenImage(grid=grid, objects=mine, projected=self.model.project(grid, mine),
                          proposals=proposals, concepts=concepts,
                          perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None)
 
@@ -271,8 +271,11 @@ class VQAAgent:
         seen = self._look(arrays)
         objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
+        k = objects.mask.shape[1]
+        projected = tuple(torch.cat([pad_objects(s.projected[i], k) if i else s.projected[i] for s in seen])
+                          for i in range(3))
         reasoning = self.model.reason(question, words, word_mask, torch.cat([s.grid for s in seen]), objects,
-                                      torch.arange(len(seen), device=self.device))
+                                      torch.arange(len(seen), device=self.device), projected)
         probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
         top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
         object_attention = reasoning.object_attention.cpu().tolist()
@@ -336,20 +339,21 @@ class ReadQuestion:
 class SeenImage:
     grid: torch.Tensor          # [1, hidden, gh, gw]
     objects: Objects            # batch of one, padded to at least one slot
+    projected: tuple            # VQAModel.project of grid and objects: what every question's attention reuses
     proposals: list[Proposal]   # attention left at 0: it depends on the question
     concepts: dict[str, float]
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
 
 
+def pad_objects(x: torch.Tensor, k: int) -> torch.Tensor:
+    """[1, K', ...] -> [1, k, ...], zeros after the image's own K' proposals."""
+    return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, k - x.shape[1]))
+
+
 def stack_objects(parts: list[Objects]) -> Objects:
     """Objects of several images in one batch, padded to the largest number of proposals."""
     k = max(p.mask.shape[1] for p in parts)
-
-    def pad(x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, k - x.shape[1]))
-
-    return Objects(*(torch.cat([pad(getattr(p, f)) for p in parts])
-                     for f in OBJECT_FIELDS))
+    return Objects(*(torch.cat([pad_objects(getattr(p, f), k) for p in parts]) for f in OBJECT_FIELDS))
 
 
 def write_checkpoint(path: str | os.PathLike, write_weights, config: dict, vocabulary: dict,

@@ -260,16 +260,23 @@ class VQAModel(nn.Module):
 
     # --- reasoning --------------------------------------------------------------------------------
 
+    def project(self, grid: Tensor, objects: Objects) -> tuple[Tensor, Tensor, Tensor]:
+        """The question-independent halves of the three attentions, per image: cells [B, gh*gw, 2h],
+        objects and gates [B, K, 2h] (no bias: a padded object's projection is 0, as its features are).
+        An agent that looks at an image once keeps them (vqa_agent/agent.py SeenImage)."""
+        cells = grid.flatten(2).transpose(1, 2)
+        return (self.spatial_attention.project(cells), self.object_attention.project(objects.features),
+                self.object_gate.project(objects.features))
+
     def reason(self, question: Tensor, words: Tensor, word_mask: Tensor, grid: Tensor, objects: Objects,
-               image_of_question: Tensor) -> Reasoning:
+               image_of_question: Tensor, projected: tuple[Tensor, Tensor, Tensor] | None = None) -> Reasoning:
         """Questions (with their words) about images: grid [B, h, gh, gw] and objects [B, K, h] per
-        image, image_of_question [Q] says which image each question is about."""
+        image, image_of_question [Q] says which image each question is about; `projected`: the images'
+        `project` when already known."""
         q, gh, gw = question.shape[0], grid.shape[-2], grid.shape[-1]
         cells = grid.flatten(2).transpose(1, 2)  # [B, gh*gw, h]
         # question-independent halves of the attentions, once per image
-        cells_key = self.spatial_attention.project(cells)[image_of_question]
-        objects_key = self.object_attention.project(objects.features)[image_of_question]
-        gates_key = self.object_gate.project(objects.features)[image_of_question]
+        cells_key, objects_key, gates_key = (x[image_of_question] for x in (projected or self.project(grid, objects)))
         cells, features, mask = cells[image_of_question], objects.features[image_of_question], objects.mask[image_of_question]
         beliefs = torch.cat([torch.log_softmax(objects.attributes[..., s], dim=-1) for s in CONCEPT_SLICES.values()],
                             dim=-1)[image_of_question]
