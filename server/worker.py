@@ -43,7 +43,8 @@ MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?)
 HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
 WARM_CHUNK = 4             # pool images looked at per idle step (~0.16 s on one core)
-FEATURE_CACHE = 700        # images whose features a worker keeps (~0.7 MB each: RSS ~1.45 GB, under 1.5 GB)
+FEATURE_CACHE = 700        # images whose features a worker keeps (~1.0 MB each with the attentions' projections:
+                           # RSS ~1.45 GB before they were kept, ~210 MB more since)
 AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
 
 
