@@ -21,6 +21,7 @@ between games, a colour-vision screen, demographics in the questionnaire: game/c
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from . import preregistration
 from .assignment import ORDERS, PLAYED
-from .checks import parse_checks
+from .checks import Checks, parse_checks
 from .settings import GameSettings, settings_named
 
 # Sham modes, for sanity checks (explainers/sham.py): each image shows a real explainer's output for another
@@ -111,7 +112,13 @@ class StudyConfig:
             settings_named(self.kind, **self.settings)
         except TypeError as error:
             raise ValueError(f"settings: {error}") from error
-        parse_checks(self.checks, self.games, frozenset(item["key"] for item in QUESTIONNAIRE))
+        self.parsed_checks                         # refuses bad checks now, with one line
+
+    @functools.cached_property
+    def parsed_checks(self) -> Checks:
+        """The checks as game/checks.py reads them, parsed once per config (the server reads a participant's
+        study for every message)."""
+        return parse_checks(self.checks, self.games, frozenset(item["key"] for item in QUESTIONNAIRE))
 
     @property
     def games(self) -> int:

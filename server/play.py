@@ -17,7 +17,7 @@ import numpy as np
 
 from game import rules
 from game.assignment import next_slot, study_slot
-from game.checks import PREFER_NOT, grade_attention, grade_colour_screen, grade_comprehension, parse_checks
+from game.checks import PREFER_NOT, grade_attention, grade_colour_screen, grade_comprehension
 from game.checks import attention_view, colour_screen_view, comprehension_view
 from game.image_sets import ImageSet, choose_image_set
 from game.seeding import seeded_rng
@@ -181,7 +181,7 @@ class Play:
             study, _ = self._study(participant["study"])
             participant["game_number"] += 1
             if participant["game_number"] < study.games:
-                attention = parse_checks(study.checks).attention
+                attention = study.parsed_checks.attention
                 if attention and attention.due(participant["game_number"], study.games):
                     self._show_check(participant, ATTENTION_CHECK)
                 else:
@@ -195,7 +195,7 @@ class Play:
         with self.store.locked(*who):
             participant = self._participant(who, QUESTIONNAIRE_STAGE, "send the questionnaire")
             answers = payload["answers"]
-            demographics = parse_checks(self.store.study(participant["study"])[0].checks).demographics
+            demographics = self.store.study(participant["study"])[0].parsed_checks.demographics
             known = {item["key"] for item in QUESTIONNAIRE} | {item.key for item in demographics}
             unknown = sorted(set(answers) - known)
             if unknown:
@@ -221,7 +221,7 @@ class Play:
         """The stage after the instructions and after each check: the comprehension check until it is done,
         then the colour screen, then the first game; `events` (the check's result) are committed with the move."""
         study, _ = self._study(participant["study"])
-        checks, done = parse_checks(study.checks), participant.setdefault("checks", {})
+        checks, done = study.parsed_checks, participant.setdefault("checks", {})
         if checks.comprehension and not done.get("comprehension_done"):
             self._show_check(participant, COMPREHENSION, events)
         elif checks.colour_screen and "colour_screen_passed" not in done:
@@ -239,7 +239,7 @@ class Play:
             study, _ = self._study(participant["study"])
             done = participant.setdefault("checks", {})
             try:
-                result = grade_comprehension(parse_checks(study.checks).comprehension, payload["answers"],
+                result = grade_comprehension(study.parsed_checks.comprehension, payload["answers"],
                                              done.get("comprehension_failures", 0))
             except ValueError as error:       # unanswered or unknown: not an attempt
                 raise PlayError(str(error)) from error
@@ -262,7 +262,7 @@ class Play:
         with self.store.locked(*who):
             participant = self._participant(who, COLOUR_SCREEN, "answer the colour plates")
             study, _ = self._study(participant["study"])
-            screen = parse_checks(study.checks).colour_screen
+            screen = study.parsed_checks.colour_screen
             try:
                 result = grade_colour_screen(screen, payload["answers"])
             except ValueError as error:
@@ -285,7 +285,7 @@ class Play:
             study, _ = self._study(participant["study"])
             done = participant.setdefault("checks", {})
             number = done.get("attention_total", 0)
-            item = parse_checks(study.checks).attention.item(number)
+            item = study.parsed_checks.attention.item(number)
             try:
                 passed = grade_attention(item, payload["answer"])
             except ValueError as error:
@@ -317,7 +317,7 @@ class Play:
         """The checks' part of the view, rebuilt from the participant record alone (so a reload resumes):
         the current check's questions or plates (never their right answers), the comprehension attempts
         for the instructions, the demographics items, the screened-out code."""
-        checks, done, stage = parse_checks(study.checks), participant.get("checks", {}), participant["stage"]
+        checks, done, stage = study.parsed_checks, participant.get("checks", {}), participant["stage"]
         view["demographics"] = [item.public() for item in checks.demographics]
         view["check"] = None
         view["screened_out"] = None

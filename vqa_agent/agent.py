@@ -272,10 +272,10 @@ class VQAAgent:
         objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
         k = objects.mask.shape[1]
-        projected = tuple(torch.cat([pad_objects(s.projected[i], k) if i else s.projected[i] for s in seen])
-                          for i in range(3))
+        cells_key = torch.cat([s.projected[0] for s in seen])
+        objects_key, gates_key = (torch.cat([pad_objects(s.projected[i], k) for s in seen]) for i in (1, 2))
         reasoning = self.model.reason(question, words, word_mask, torch.cat([s.grid for s in seen]), objects,
-                                      torch.arange(len(seen), device=self.device), projected)
+                                      torch.arange(len(seen), device=self.device), (cells_key, objects_key, gates_key))
         probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
         top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
         object_attention = reasoning.object_attention.cpu().tolist()

@@ -184,6 +184,15 @@ def by_block(games: pd.DataFrame) -> list[dict]:
             for r in grouped.itertuples()]
 
 
+def own_difference(games: pd.DataFrame, flag: pd.Series) -> pd.Series:
+    """Each participant's own win rate where `flag` is 1 minus where it is 0 (participants who played both
+    ways only), indexed by participant: the paired unit of the tests over participants."""
+    rates = games.assign(flag=flag).groupby(["cluster", "flag"])["won"].mean().unstack("flag")
+    if not {0.0, 1.0} <= set(rates.columns):
+        return pd.Series(dtype=float)
+    return (rates[1.0] - rates[0.0]).dropna()
+
+
 def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
     """The arms without explanations, the blocks that would show explanations in each participant's order vs
     the others (kept under the keys even_blocks and odd_blocks, which they are for abab participants): how much
@@ -195,8 +204,8 @@ def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
     result = compare_rates(control["won"], even, control["cluster"])
     # each control participant played both kinds of block: their own even - odd difference is the paired
     # unit, and the sign-flip test over them is exact from 4 participants on, where the bootstrap needs more
-    rates = control.assign(even=even).groupby(["cluster", "even"])["won"].mean().unstack("even")
-    paired = mean_test(rates[1.0] - rates[0.0]) if {0.0, 1.0} <= set(rates.columns) else \
+    differences = own_difference(control, even)
+    paired = mean_test(differences) if len(differences) else \
         {"p_value": None, "note": "no control participant played both even and odd blocks"}
     notes = [n for n in (result.get("note"), paired.get("note")) if n]
     return {"arms": control_arms, "even_blocks": cell(control[even == 1]), "odd_blocks": cell(control[even == 0]),
@@ -221,9 +230,9 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     # the p-value: the arms were randomized over participants, so re-draw them (stats.relabel_test) on each
     # participant's own with-block - other-block difference: exact at any size, where the model's bootstrap
     # refused below 6 participants in an arm
-    rates = known.assign(even=even).groupby(["cluster", "even"])["won"].mean().unstack("even").dropna()
-    difference = (rates[1.0] - rates[0.0]).to_numpy() if {0.0, 1.0} <= set(rates.columns) else np.array([])
-    arm = known.groupby("cluster")["expl_arm"].max().reindex(rates.index).to_numpy() == 1
+    own = own_difference(known, even)
+    difference = own.to_numpy()
+    arm = known.groupby("cluster")["expl_arm"].max().reindex(own.index).to_numpy() == 1
     tested = relabel_test(lambda group, rest: difference[group].mean(-1) - difference[rest].mean(-1), arm)
     notes = [n for n in (fitted.get("note"), tested.get("note")) if n]
     return {"model": "won ~ with_block + explanation_arm + with_block:explanation_arm (with_block: a block that "
