@@ -11,9 +11,12 @@ answer, or an explanation's ranking, whose two best candidates are that close ca
 `BatchSettings.batch_invariant` trades some throughput for results that depend on the round alone
 (reproducible simulations): each round is answered by calls of its own, each image's features computed alone.
 
-A round is one question about all of a game's images: the agent answers it on every image (the answer
-about the secret is the one the player gets), then the round's explainers run on every image
-(`for_every_image`) or on the secret image only (`for_the_secret`). The agent and the explainers are not
+A round is one question about a game's images. The player gets the agent's answer about the secret; the
+round's explainers run on every image (`for_every_image`) or on the secret image only (`for_the_secret`).
+The agent answers on every image only when an explanation shown needs it (explainers for every image, a
+sham for the secret, which shows another image's explanation); a plain round, or one with explainers for
+the secret alone, is answered about the secret image only: nothing logs or shows the other answers, and a
+20-image round would cost 20 times as much (issue 29). The agent and the explainers are not
 thread-safe: one thread (the worker's loop) calls `predict`.
 """
 from __future__ import annotations
@@ -57,7 +60,7 @@ class RoundRequest:
 
 @dataclass
 class RoundResult:
-    outputs: list[AgentOutput]                       # one per image
+    outputs: list[AgentOutput | None]                # one per image; None where the round needs no answer
     for_every_image: list[list[Explanation]]         # per image, one per explainer
     for_the_secret: list[Explanation]
     seconds: float = 0.0                              # time in the worker for the whole batch
@@ -111,21 +114,31 @@ class Predictor:
             log.warning("a batch of %d rounds failed (%s); answering them one by one", len(rounds), error)
             return [self.predict([r])[0] for r in rounds]
 
+    def needs_every_image(self, request: RoundRequest) -> bool:
+        """Whether the round's explanations need the agent's answer on every image, not the secret's alone."""
+        return bool(request.for_every_image) or any(
+            getattr(self.explainers.get(name), "imitates", None) for name in request.for_the_secret)
+
     def _answer(self, rounds: list[RoundRequest]) -> list[RoundResult]:
         started = time.perf_counter()
-        images = [image for r in rounds for image in r.images]
-        questions = [r.question for r in rounds for _ in r.images]
-        outputs = self.agent.answer(images, questions)
-        per_round, offset = [], 0
-        for r in rounds:
-            per_round.append(outputs[offset:offset + len(r.images)])
-            offset += len(r.images)
+        asked = [range(len(r.images)) if self.needs_every_image(r) else [r.secret] for r in rounds]
+        images = [r.images[k] for r, positions in zip(rounds, asked) for k in positions]
+        questions = [r.question for r, positions in zip(rounds, asked) for _ in positions]
+        answered = iter(self.agent.answer(images, questions))
+        per_round: list[list[AgentOutput | None]] = []
+        for r, positions in zip(rounds, asked):
+            outs: list[AgentOutput | None] = [None] * len(r.images)
+            for k in positions:
+                outs[k] = next(answered)
+            per_round.append(outs)
         # each image's request carries its round (the same question on every image of it): sham explainers
         # show another image's explanation of the same round, so rounds batched together never mix
         requests = []
         for r, outs in zip(rounds, per_round):
-            plain = tuple(explainers.ExplanationRequest(img, o.question, o, r.seed) for img, o in zip(r.images, outs))
-            requests.append([replace(q, round_requests=plain, position=k) for k, q in enumerate(plain)])
+            plain = tuple(explainers.ExplanationRequest(img, o.question, o, r.seed)
+                          for img, o in zip(r.images, outs) if o is not None)
+            known = [k for k, o in enumerate(outs) if o is not None]
+            requests.append({k: replace(q, round_requests=plain, position=n) for n, (k, q) in enumerate(zip(known, plain))})
         # one explain_batch call per explainer over all rounds that want it
         every: list[list[list[Explanation]]] = [[[] for _ in r.images] for r in rounds]
         secret: list[list[Explanation]] = [[] for _ in rounds]
@@ -133,7 +146,7 @@ class Predictor:
             wanted = []   # (round, image, request, for_secret)
             for i, r in enumerate(rounds):
                 if name in r.for_every_image:
-                    wanted += [(i, k, request, False) for k, request in enumerate(requests[i])]
+                    wanted += [(i, k, request, False) for k, request in requests[i].items()]
                 if name in r.for_the_secret:
                     wanted.append((i, r.secret, requests[i][r.secret], True))
             if not wanted:

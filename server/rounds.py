@@ -2,18 +2,22 @@
 (server/worker.py, any number, on any machine that reaches the Redis) and gets exactly one result back.
 
     web process                                  Redis                                 worker
-    RoundQueue.submit(job) -- XADD -->  exag:rounds:fast | exag:rounds:slow  -- XREADGROUP (fast first) -->
+    RoundQueue.submit(job) -- XADD -->  exag:rounds:fast | :slow | :prepare  -- XREADGROUP (fast first) -->
                                         (consumer group exag-workers)          batch, predict, grade, view
     <-- GET result -- BLPOP reply <--   exag:round:result:<id> (SET NX)   <--  write once, LPUSH reply, XACK
 
 A job names the game's images by pool position (never pixels), the question, the secret's position, the
-explainers for every image and for the secret, the seed and the study's agent. Plain questions go to the
-fast stream; heavy jobs (bought explanations, a new game's image preparation) to the slow one, which a
-worker reads only when no plain question waits. A worker that dies leaves its jobs pending in the group;
+explainers for every image and for the secret, the seed and the study's agent. Questions a player asks go
+to the fast stream; explanations bought at will to the slow one, which a worker reads when no question
+waits and at least once every SLOW_SHARE_S while questions keep coming (slow work is never starved); a
+new game's image preparation, which nobody waits for, to the prepare stream, read only when both are empty
+and dropped once PREPARE_WITHIN_S have passed (a study's launch posts hundreds at once; by then the first
+question has looked at the images itself). A worker that dies leaves its jobs pending in the group;
 another claims them after CLAIM_AFTER_MS (XAUTOCLAIM). The result key is written with SET NX: whichever
 worker writes first answers, a second computation of the same job is dropped, and the waiting web process
 reads that one result. A job nobody answers before its deadline fails the player's round with a clear
-message (RoundTimeout), and workers skip it if they reach it later.
+message (RoundTimeout), and workers skip it if they reach it later. The web process waits for the reply in
+slices of REPLY_SLICE_S, so a slow or lost Redis connection never outlasts the deadline either.
 
 Workers publish what they loaded (agents, explainers that could not be loaded) in the hash WORKERS, so a
 web process can check studies without loading anything itself.
@@ -28,7 +32,9 @@ from dataclasses import asdict, dataclass, field
 import redis
 
 FAST = "exag:rounds:fast"          # plain questions: a worker reads these first
-SLOW = "exag:rounds:slow"          # explanation rounds bought at will, image preparation
+SLOW = "exag:rounds:slow"          # explanation rounds bought at will
+PREPARE = "exag:rounds:prepare"    # a new game's images, looked at before its first question (nobody waits)
+STREAMS = (FAST, SLOW, PREPARE)
 GROUP = "exag-workers"             # the consumer group every worker reads with
 RESULT = "exag:round:result:{}"    # the one result of a job (SET NX)
 REPLY = "exag:round:reply:{}"      # the waiting web process BLPOPs this
@@ -37,6 +43,8 @@ STREAM_MAX_LEN = 100_000           # approximate cap of each stream (acknowledge
 RESULT_MARGIN_S = 60               # a result outlives its job's deadline by this much, then expires
 WORKER_STALE_S = 30                # a worker not seen for this long no longer counts as published
 TAKEN = '{"taken":true}'           # what a result key holds once the web process has read it
+PREPARE_WITHIN_S = 10              # a preparation not started by then is dropped: the game's first question came
+REPLY_SLICE_S = 5                  # one BLPOP waits at most this long (well under any socket timeout)
 
 
 class RoundError(ValueError):
@@ -76,7 +84,7 @@ class RoundJob:
 
 def ensure_groups(client: redis.Redis) -> None:
     """The consumer group on both streams (created with the streams; reading starts at their beginning)."""
-    for stream in (FAST, SLOW):
+    for stream in STREAMS:
         try:
             client.xgroup_create(stream, GROUP, id="0", mkstream=True)
         except redis.ResponseError as error:
@@ -95,16 +103,20 @@ class RoundQueue:
 
     def submit(self, job: RoundJob, slow: bool = False) -> dict:
         """The job's result (a dict, see server/worker.py `finish_round`); RoundError with the worker's
-        message when the round was refused, RoundTimeout when no worker answered in time."""
+        message when the round was refused, RoundTimeout when no worker answered in time. Returns or raises
+        within the queue's timeout (plus one Redis round trip), whatever Redis does meanwhile."""
         job.deadline = time.time() + self.timeout_s
         self.post(job, slow)
-        reply = self.redis.blpop([REPLY.format(job.job_id)], timeout=self.timeout_s)
+        reply = self._wait_for_reply(job)
         key = RESULT.format(job.job_id)
-        pipe = self.redis.pipeline()
-        pipe.get(key)
-        pipe.set(key, TAKEN, xx=True, keepttl=True)     # read once: the (large) result is not kept
-        pipe.delete(REPLY.format(job.job_id))
-        raw = pipe.execute()[0]
+        try:
+            pipe = self.redis.pipeline()
+            pipe.get(key)
+            pipe.set(key, TAKEN, xx=True, keepttl=True)     # read once: the (large) result is not kept
+            pipe.delete(REPLY.format(job.job_id))
+            raw = pipe.execute()[0]
+        except redis.RedisError as error:
+            raise RoundTimeout("the game's store did not answer in time; please ask again") from error
         if raw is None or raw == TAKEN:
             raise RoundTimeout(NO_WORKER if reply is None else "this round's answer was lost; please ask again")
         result = json.loads(raw)
@@ -112,9 +124,29 @@ class RoundQueue:
             raise RoundError(result["error"])
         return result
 
+    def _wait_for_reply(self, job: RoundJob):
+        """BLPOP of the job's reply until its deadline, in slices: a blocking read longer than the client's
+        socket timeout, or a connection lost under load, must end in a clear answer, not a stuck handler."""
+        while True:
+            left = job.deadline - time.time()
+            if left <= 0:
+                return None
+            try:
+                reply = self.redis.blpop([REPLY.format(job.job_id)], timeout=max(1, min(REPLY_SLICE_S, int(left))))
+            except (redis.TimeoutError, redis.ConnectionError):
+                time.sleep(0.05)         # Redis is slow or reconnecting: look again until the deadline
+                continue
+            if reply is not None:
+                return reply
+
     def post(self, job: RoundJob, slow: bool = False) -> None:
-        """Queues the job and returns at once (prepare jobs: nobody waits for them)."""
+        """Queues the job and returns at once."""
         self.redis.xadd(SLOW if slow else FAST, {"job": job.to_json()}, maxlen=STREAM_MAX_LEN, approximate=True)
+
+    def prepare(self, job: RoundJob) -> None:
+        """Queues a new game's image preparation, which nobody waits for (dropped after PREPARE_WITHIN_S)."""
+        job.deadline = time.time() + PREPARE_WITHIN_S
+        self.redis.xadd(PREPARE, {"job": job.to_json()}, maxlen=STREAM_MAX_LEN, approximate=True)
 
     def published(self) -> dict[str, dict]:
         """What live workers loaded: worker id -> {host, pid, agents: {name: {"unavailable": {...}}}, seen}

@@ -6,15 +6,22 @@ job's result exactly once.
     exag worker --redis-url redis://host:6379/0 [--world DIR] [--agent NAME] [--device auto|cpu|cuda] [--threads T]
 
 Any number of workers, on any machine that reaches the Redis and has the world and the agents' checkpoints,
-share the streams through one consumer group. Plain questions (the fast stream) are read before heavy
-jobs (the slow stream), and a worker takes one heavy job at a time, so a burst of explanation rounds delays
-a plain question by at most one heavy job. A worker that dies leaves its jobs pending; another claims
+share the streams through one consumer group. Questions (the fast stream) are read before explanations
+bought at will (the slow stream), except that a waiting slow job is taken at least once every SLOW_SHARE_S
+(it is never starved behind a crowd's questions); a worker takes one slow job at a time, so a burst of them
+delays a question by at most one. A new game's image preparation (the prepare stream) runs only when both
+are empty, and is dropped once it is stale. A worker that dies leaves its jobs pending; another claims
 them after CLAIM_AFTER_MS. The result key is written with SET NX, so a job computed twice (a claim racing
 a slow worker) is still answered once.
 
 At start a worker embeds the pool with the server's agent (once per world and agent, stored beside the
 world) for the web processes' image-set choice, then looks at the pool's images while idle (the agent's
 feature cache holds `feature_cache` of them), so that a new game's images are usually seen already.
+
+What a worker spends is accounted per kind of job (CPU_KINDS) in the hash CPU_STATS (`<kind>:n`,
+`<kind>:cpu_ms`, `<kind>:batches`, summed over workers; written with the heartbeat), which
+experiments/benchmark/cpu_budget.py reads: the thread's own CPU time around the agent, the explainers,
+the grading and the result's write.
 """
 from __future__ import annotations
 
@@ -34,7 +41,8 @@ import redis
 from .inference import BatchSettings, Predictor, RoundRequest, RoundResult   # torch loads with a Predictor
 from .player_safe import for_player
 from .pool import GamePool
-from .rounds import FAST, GROUP, REPLY, RESULT, RESULT_MARGIN_S, SLOW, WORKERS, RoundJob, ensure_groups
+from .rounds import (FAST, GROUP, PREPARE, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
+                     ensure_groups)
 
 log = logging.getLogger(__name__)
 CLAIM_AFTER_MS = 5000      # a job pending this long with a consumer is taken over (its worker is presumed dead)
@@ -45,6 +53,10 @@ IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams befor
 WARM_CHUNK = 4             # pool images looked at per idle step (~0.16 s on one core)
 FEATURE_CACHE = 700        # images whose features a worker keeps (~1.0 MB each with the attentions' projections:
                            # RSS ~1.45 GB before they were kept, ~210 MB more since)
+SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
+CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
+CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
+                           # explanations (controlled arms), explanations bought at will, a game's preparation
 AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
 
 
@@ -99,6 +111,8 @@ class Worker:
         self._warm_next = 0 if config.warm_pool else len(self.pool)
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
         self._claimed_at = self._beat_at = 0.0
+        self._slow_due = 0.0                             # when a waiting slow job gets its share next
+        self._cpu: dict[str, float] = {}                 # "<kind>:n" / ":cpu_ms" / ":batches" since the last heartbeat
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds_done = 0
@@ -139,22 +153,37 @@ class Worker:
             self._heartbeat()
         if now - self._claimed_at > CLAIM_EVERY_S:
             self._claim()
+        if now >= self._slow_due:        # a slow job's share, even while questions keep coming
+            slow = self._next_slow()
+            if slow is not None:
+                self._handle([slow])
+                return
+            self._slow_due = now + SLOW_SHARE_S
         fast = self._read(FAST, self.config.batch.max_batch_rounds)
         if fast:
             self._handle(self._more_fast(fast))
             return
-        slow = self._held.pop(0) if self._held else next(iter(self._read(SLOW, 1)), None)
+        slow = self._next_slow()
         if slow is not None:
             self._handle([slow])
+            return
+        prepare = self._read(PREPARE, 1)
+        if prepare:
+            self._handle(prepare)
             return
         if self._warm_next < min(len(self.pool), self.config.feature_cache):
             self._warm()
             return
-        got = self._read_both(IDLE_BLOCK_MS)       # idle: wait for either stream
+        got = self._read_all(IDLE_BLOCK_MS)       # idle: wait for any stream
         fast = [entry for entry in got if entry[0] == FAST]
-        self._held += [entry for entry in got if entry[0] == SLOW]
+        self._held += [entry for entry in got if entry[0] != FAST]
         if fast:
             self._handle(self._more_fast(fast))
+
+    def _next_slow(self) -> tuple[str, str, str] | None:
+        """A claimed or held job first, then the slow stream's next."""
+        self._slow_due = time.monotonic() + SLOW_SHARE_S
+        return self._held.pop(0) if self._held else next(iter(self._read(SLOW, 1)), None)
 
     def _more_fast(self, batch: list) -> list:
         """LitServe-style: the first round waits up to max_wait_ms for others, up to max_batch_rounds."""
@@ -173,14 +202,14 @@ class Worker:
         got = self.redis.xreadgroup(GROUP, self.name, {stream: ">"}, count=count, block=block_ms)
         return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
 
-    def _read_both(self, block_ms: int) -> list[tuple[str, str, str]]:
-        got = self.redis.xreadgroup(GROUP, self.name, {FAST: ">", SLOW: ">"}, count=1, block=block_ms)
+    def _read_all(self, block_ms: int) -> list[tuple[str, str, str]]:
+        got = self.redis.xreadgroup(GROUP, self.name, {stream: ">" for stream in STREAMS}, count=1, block=block_ms)
         return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
 
     def _claim(self) -> None:
         """Jobs of dead workers: pending longer than CLAIM_AFTER_MS, taken over here (and handled first)."""
         self._claimed_at = time.monotonic()
-        for stream in (FAST, SLOW):
+        for stream in STREAMS:
             entries = self.redis.xautoclaim(stream, GROUP, self.name, CLAIM_AFTER_MS, count=16)[1]   # Redis 6.2 and 7
             for entry_id, fields in entries:
                 if not fields:                       # trimmed away meanwhile
@@ -200,9 +229,18 @@ class Worker:
         self._beat_at = time.monotonic()
         agents = {name: {"unavailable": p.unavailable} for name, p in self.predictors.items()}
         agents.update({name: {"failed": why} for name, why in self._failed.items()})
-        self.redis.hset(WORKERS, self.name, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                                                        "agents": agents, "seen": time.time(),
-                                                        "rounds": self.rounds_done}))
+        pipe = self.redis.pipeline()
+        pipe.hset(WORKERS, self.name, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                                  "agents": agents, "seen": time.time(),
+                                                  "rounds": self.rounds_done}))
+        for field_name, value in self._cpu.items():
+            pipe.hincrbyfloat(CPU_STATS, field_name, value)
+        pipe.execute()
+        self._cpu = {}
+
+    def _account(self, kind: str, rounds: int, cpu_s: float) -> None:
+        for name, value in ((f"{kind}:n", rounds), (f"{kind}:cpu_ms", cpu_s * 1000), (f"{kind}:batches", 1)):
+            self._cpu[name] = self._cpu.get(name, 0) + value
 
     def _warm(self) -> None:
         start = self._warm_next
@@ -223,7 +261,7 @@ class Worker:
         return self.predictors[agent]
 
     def _handle(self, entries: list[tuple[str, str, str]]) -> None:
-        todo: dict[str, list[tuple[RoundJob, RoundRequest]]] = {}
+        todo: dict[tuple[str, str], list[tuple[RoundJob, RoundRequest]]] = {}   # (agent, kind) -> rounds
         done: list[tuple[str, str]] = []
         for stream, entry_id, raw in entries:
             done.append((stream, entry_id))
@@ -233,8 +271,8 @@ class Worker:
                 log.warning("unreadable job %s: %s", entry_id, error)
                 continue
             late = job.deadline and time.time() > job.deadline
-            if job.reply and (late or self.redis.exists(RESULT.format(job.job_id))):
-                continue          # nobody waits for it any more, or it is answered already
+            if late or (job.reply and self.redis.exists(RESULT.format(job.job_id))):
+                continue          # nobody waits for it any more (a stale preparation), or it is answered already
             try:
                 predictor = self._predictor(job.agent)
             except Exception as error:         # noqa: BLE001 - a missing or broken checkpoint
@@ -244,7 +282,9 @@ class Worker:
                 continue
             images = [self.pool.image(i) for i in job.images]
             if job.kind == "prepare":
+                started = time.thread_time()
                 predictor.prepare(images)
+                self._account("prepare", 1, time.thread_time() - started)
                 continue
             request = RoundRequest(images, job.question, job.secret, tuple(job.for_every_image),
                                    tuple(job.for_the_secret), job.seed)
@@ -253,8 +293,12 @@ class Worker:
             except ValueError as error:
                 self._publish(job, {"error": str(error)})
                 continue
-            todo.setdefault(job.agent, []).append((job, request))
-        for agent, pairs in todo.items():
+            kind = "explain" if stream == SLOW else "ask_explained" if job.for_every_image or job.for_the_secret \
+                else "ask"
+            todo.setdefault((job.agent, kind), []).append((job, request))
+        # plain questions batch apart from rounds with explanations: they need the secret's answer only
+        for (agent, kind), pairs in todo.items():
+            started = time.thread_time()
             results = self.predictors[agent].predict([request for _, request in pairs])
             for (job, _), result in zip(pairs, results):
                 if isinstance(result, Exception):
@@ -267,6 +311,7 @@ class Worker:
                         payload = {"error": "the agent could not answer this round; please ask again"}
                 self._publish(job, payload)
                 self.rounds_done += 1
+            self._account(kind, len(pairs), time.thread_time() - started)
         pipe = self.redis.pipeline()
         for stream, entry_id in done:
             pipe.xack(stream, GROUP, entry_id)

@@ -61,6 +61,23 @@ def test_rounds_of_different_games_share_a_batch_and_match_single_rounds(predict
         assert [e.kind for e in batched.for_the_secret] == ["words", "qa_pairs", "text"]
 
 
+def test_a_plain_round_is_answered_about_the_secret_alone_with_the_same_answer(predictor, agent_world):
+    """Issue 29: nothing shows or logs the answers about the other images of a round without explanations
+    for every image, so the agent answers about the secret only (a 20th of a 20-image round's work), and
+    that answer is the one it gives when it answers on every image."""
+    images = images_of(agent_world, 6, 2)
+    for question in ["is there a red cube?", "how many spheres are there?", "what color is the large cylinder?"]:
+        plain = answer(predictor, RoundRequest(images, question, secret=4))
+        assert [o is None for o in plain.outputs] == [True] * 4 + [False, True]
+        every = answer(predictor, RoundRequest(images, question, secret=4, for_every_image=("attention",)))
+        assert all(o is not None for o in every.outputs)
+        assert plain.outputs[4].answer == every.outputs[4].answer
+        assert close([list(t) for t in plain.outputs[4].top_k], [list(t) for t in every.outputs[4].top_k])
+        secret_only = answer(predictor, RoundRequest(images, question, secret=4, for_the_secret=("objscene", "nle")))
+        assert [o is None for o in secret_only.outputs] == [True] * 4 + [False, True]
+        assert [e.kind for e in secret_only.for_the_secret] == ["words", "text"]
+
+
 def test_unknown_explainers_are_refused(predictor, agent_world):
     with pytest.raises(ValueError, match="not available"):
         answer(predictor, RoundRequest(images_of(agent_world, 2, 0), "is there a cube?", 0, ("telepathy",)))

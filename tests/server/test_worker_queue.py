@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+import redis as redis_lib
 from server_setup import server_config, write_studies
 
 from server import browser
 from server.app import create_app
 from server.inference import BatchSettings
-from server.rounds import FAST, GROUP, RESULT, TAKEN, WORKERS, RoundJob
-from server.worker import Worker, WorkerConfig
+from server.rounds import FAST, GROUP, PREPARE, RESULT, TAKEN, WORKERS, RoundJob, RoundQueue, RoundTimeout
+from server.worker import CPU_STATS, Worker, WorkerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 ALL = ["attention", "objscene", "relqa", "introspect"]
@@ -211,3 +212,82 @@ print("torch-free")
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "torch-free" in done.stdout, done.stdout + done.stderr
+
+
+def idle_worker(services, tiny_agent_dir, agent_world, tiny_nle_dir, data_dir: Path) -> Worker:
+    """A worker that is not running: the test calls its loop's steps itself."""
+    return Worker(WorkerConfig(services.redis.url, agent_world, data_dir, str(tiny_agent_dir),
+                               explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
+                               batch=BatchSettings(8, 1.0), feature_cache=64, warm_pool=False))
+
+
+def test_a_slow_job_gets_its_share_while_questions_keep_coming(web_only, tiny_agent_dir, agent_world, tiny_nle_dir,
+                                                              tmp_path):
+    """Issue 29: a worker served the fast stream whenever it held anything, so under a crowd's questions a
+    bought explanation waited past its deadline. Now a waiting slow job is taken at least every SLOW_SHARE_S."""
+    services = web_only.extensions["exag"]
+    queue, redis = services.agents.queue, services.store.redis
+    questions = [job(services, deadline=time.time() + 60) for _ in range(40)]
+    bought = job(services, for_the_secret=["objscene"], deadline=time.time() + 60)
+    queue.post(bought, slow=True)
+    for j in questions:
+        queue.post(j)
+    worker = idle_worker(services, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data")
+    try:
+        steps = 0
+        while not redis.exists(RESULT.format(bought.job_id)):
+            worker._step()
+            steps += 1
+            assert steps < 3, "the slow job waited behind the questions"
+        answered = sum(redis.exists(RESULT.format(j.job_id)) for j in questions)
+        assert answered < len(questions)
+        while sum(redis.exists(RESULT.format(j.job_id)) for j in questions) < len(questions):
+            worker._step()
+    finally:
+        worker.close()
+
+
+def test_a_stale_preparation_is_dropped_and_preparations_wait_for_questions(web_only, tiny_agent_dir, agent_world,
+                                                                          tiny_nle_dir, tmp_path):
+    """A study's launch posts a preparation per new game; nobody waits for them, so they run only when no
+    question or bought explanation waits, and one not started within PREPARE_WITHIN_S is dropped."""
+    services = web_only.extensions["exag"]
+    queue, redis = services.agents.queue, services.store.redis
+    stale, fresh = (RoundJob("prepare", [i, i + 1], reply=False) for i in (0, 2))
+    queue.prepare(stale)
+    queue.prepare(fresh)
+    redis.delete(PREPARE)     # the stale one again, as it would be found 11 s after its game started
+    stale.deadline = time.time() - 1
+    for j in (stale, fresh):
+        redis.xadd(PREPARE, {"job": j.to_json()})
+    question = job(services, deadline=time.time() + 60)
+    queue.post(question)
+    worker = idle_worker(services, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data")
+    try:
+        worker._step()
+        assert redis.exists(RESULT.format(question.job_id)) and not worker._cpu.get("prepare:n")
+        worker._step()
+        worker._step()
+        assert worker._cpu["prepare:n"] == 1           # the fresh one; the stale one was dropped unread
+        assert redis.xpending(PREPARE, GROUP)["pending"] == 0
+        worker._heartbeat()
+        stats = redis.hgetall(CPU_STATS)
+        assert float(stats["prepare:n"]) == 1 and float(stats["ask:n"]) == 1 and float(stats["ask:cpu_ms"]) > 0
+    finally:
+        worker.close()
+
+
+def test_a_reply_wait_ends_at_the_deadline_whatever_the_socket_timeout(web_only):
+    """An outside tester saw `redis.exceptions.TimeoutError` out of the reply's BLPOP under load (a blocking
+    read longer than the connection's socket timeout). The wait is sliced: a round nobody answers (this web
+    process has no worker) ends in the player's clear message at its deadline."""
+    services = web_only.extensions["exag"]
+    client = redis_lib.Redis.from_url(services.redis.url, decode_responses=True, socket_timeout=1.5)
+    try:
+        queue = RoundQueue(client, timeout_s=4)
+        started = time.monotonic()
+        with pytest.raises(RoundTimeout, match="did not answer in time"):
+            queue.submit(job(services))
+        assert 3.5 < time.monotonic() - started < 6
+    finally:
+        client.close()
