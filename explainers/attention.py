@@ -21,13 +21,8 @@ def mask_to_rle(mask: np.ndarray) -> dict:
 
 
 def rle_to_mask(rle: dict) -> np.ndarray:
-    values = np.zeros(sum(rle["counts"]), bool)
-    position = 0
-    for i, count in enumerate(rle["counts"]):
-        if i % 2:
-            values[position:position + count] = True
-        position += count
-    return values.reshape(rle["size"])
+    counts = np.asarray(rle["counts"], dtype=np.int64)
+    return np.repeat(np.arange(len(counts)) % 2 == 1, counts).reshape(rle["size"])
 
 
 ATTRIBUTION_SOURCES = ("auto", "objects", "grid")
@@ -75,7 +70,7 @@ class AttentionExplainer(Explainer):
 
 def attention_payload(output) -> dict:
     return {
-        "grid": output.spatial_attention.astype(float).round(5).tolist(),   # rows x columns, sums to 1
+        "grid": output.spatial_attention.astype(float).round(5),   # rows x columns, sums to 1 (json_safe: lists)
         "objects": [{"box": [round(v, 1) for v in p.box], "weight": round(p.attention, 5),
                      "mask": mask_to_rle(p.mask)} for p in output.proposals],
     }

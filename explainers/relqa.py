@@ -122,7 +122,12 @@ class RelQAExplainer(Explainer):
         order = nearest[np.argsort(-similarity[nearest], kind="stable")]
         chosen: list[tuple[int, float]] = []
         asked_words = question_words(asked)   # the same text has the same words: Jaccard 1
-        for pass_order in (order, np.argsort(-similarity, kind="stable")):   # look further only if needed
+
+        def passes():
+            yield order
+            yield np.argsort(-similarity, kind="stable")     # the whole bank, sorted only if it is needed
+
+        for pass_order in passes():
             for i in pass_order:
                 text = self.index.questions[i]
                 words = question_words(text)

@@ -244,7 +244,8 @@ class _ServerSampler(threading.Thread):
         self.cpu: list[float] = []
         self.rss_mb: list[float] = []
         self.machine_cpu: list[float] = []
-        self.peak: dict[int, dict] = {}   # per process: name, command line, peak RSS
+        self.peak: dict[int, dict] = {}   # per process: name, command line, peak RSS, CPU seconds while sampled
+        self._first: dict[int, float] = {}
         self._last: dict[int, float] = {}
         self._last_t = 0.0
 
@@ -270,6 +271,8 @@ class _ServerSampler(threading.Thread):
                                                               "cmdline": " ".join(process.cmdline())[:160],
                                                               "rss_mb": 0.0})
                     peak["rss_mb"] = max(peak["rss_mb"], memory / 2**20)
+                    first = self._first.setdefault(process.pid, busy[process.pid])
+                    peak["cpu_s"] = busy[process.pid] - first
             except self.psutil.Error:
                 continue
         if self._last_t:

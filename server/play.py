@@ -174,8 +174,7 @@ class Play:
 
     def next_game(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
-            participant = self._participant(who, GAME, "go on")
-            state, _ = self._game(participant, payload["game_id"])
+            participant, (state, _) = self._participant_and_game(who, GAME, "go on", payload["game_id"])
             if state.phase != FINISHED:
                 raise PlayError("finish this game with a guess first")
             study, _ = self._study(participant["study"])
@@ -349,8 +348,8 @@ class Play:
                   "session": number // study.games_per_session, "modes": list(explainers_of(study, participant["arm"])),
                   "nle": study.nle, "agent": study.agent, "started": time.time()}
         # the workers look at the new images ahead of the first question; nobody waits for it here
-        self.agents.queue.post(RoundJob("prepare", list(chosen.images), agent=self._worker(study.agent).name,
-                                        reply=False), slow=True)
+        self.agents.queue.prepare(RoundJob("prepare", list(chosen.images), agent=self._worker(study.agent).name,
+                                           reply=False))
         participant.update(stage=GAME, current_game=game_id, last_seen=time.time())
         participant["games"].append(game_id)
         event.update(world_images=[self.pool.world_index(i) for i in chosen.images], arm=participant["arm"],
@@ -396,8 +395,7 @@ class Play:
 
     def rate(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
-            participant = self._participant(who, GAME, "rate")
-            state, record = self._game(participant, payload["game_id"])
+            participant, (state, record) = self._participant_and_game(who, GAME, "rate", payload["game_id"])
             state, event = rules.rate(state, payload["rating"])
             event.update(with_explanations=state.with_explanations, question=state.rounds[-1].question)
             participant["last_seen"] = time.time()
@@ -406,8 +404,7 @@ class Play:
 
     def guess(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
-            participant = self._participant(who, GAME, "guess")
-            state, record = self._game(participant, payload["game_id"])
+            participant, (state, record) = self._participant_and_game(who, GAME, "guess", payload["game_id"])
             if payload["image"] not in state.tokens:
                 raise PlayError("guess one of this game's images")
             state, event = rules.guess(state, state.tokens.index(payload["image"]))
@@ -440,8 +437,7 @@ class Play:
     # --- views ------------------------------------------------------------------------------------
 
     def view(self, study_id: str, pid: str) -> dict:
-        participant = self.store.participant(study_id, pid)
-        study, _ = self.store.study(study_id)
+        participant, (study, _) = self.store.participant_and_study(study_id, pid)
         settings = self._settings(study)
         modes = explainers_of(study, participant["arm"])
         view = {"stage": participant["stage"],
@@ -461,12 +457,12 @@ class Play:
         return view
 
     def game_view(self, game_id: str) -> dict:
-        state, record = self.store.game(game_id)
+        state, record, latest = self.store.game_with_latest_round(game_id)
         view = player_view(state)
         view["image_urls"] = {t: f"/image/{game_id}/{t}.png" for t in state.tokens}
         view["modes"] = record["modes"]
         if view["rounds"]:    # only the latest round's explanations: the page keeps or fetches (`history`) earlier ones
-            view["rounds"][-1]["explanations"] = self.store.round_explanation(game_id, len(view["rounds"]) - 1)
+            view["rounds"][-1]["explanations"] = latest
         return view
 
     def history(self, who: tuple[str, str], payload: dict) -> dict:
@@ -520,6 +516,20 @@ class Play:
         if participant["stage"] != stage:
             raise PlayError(f"cannot {doing} now")
         return participant
+
+    def _participant_and_game(self, who: tuple[str, str], stage: str, doing: str,
+                              game_id: str) -> tuple[dict, tuple[GameState, dict]]:
+        """`_participant` then `_game`, read in one round trip: the same checks in the same order."""
+        participant, found = self.store.participant_and_game(*who, game_id)
+        if participant is None:
+            raise PlayError("join the study first")
+        if participant["stage"] != stage:
+            raise PlayError(f"cannot {doing} now")
+        if game_id != participant.get("current_game"):
+            raise PlayError("that is not your current game")
+        if found is None:
+            raise PlayError("unknown game")
+        return participant, found
 
     def _game(self, participant: dict, game_id: str) -> tuple[GameState, dict]:
         if game_id != participant.get("current_game"):

@@ -26,6 +26,7 @@ the grading and the result's write.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import redis
 
 from .inference import BatchSettings, Predictor, RoundRequest, RoundResult   # torch loads with a Predictor
@@ -53,6 +55,7 @@ IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams befor
 WARM_CHUNK = 4             # pool images looked at per idle step (~0.16 s on one core)
 FEATURE_CACHE = 700        # images whose features a worker keeps (~1.0 MB each with the attentions' projections:
                            # RSS ~1.45 GB before they were kept, ~210 MB more since)
+MASK_CACHE = 256           # pool images whose instance masks a worker keeps for grading (77 KB each)
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
@@ -343,11 +346,13 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
 
     program = parse_program(job.question)
     truths: dict[int, GroundTruth] = {}
+    explained = bool(result.for_every_image and any(result.for_every_image)) or bool(result.for_the_secret)
 
     def truth(position: int) -> GroundTruth:
         if position not in truths:
             i = job.images[position]
-            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool.masks(i))
+            # the answer's grade needs the scene only; an explanation's grade needs the objects' pixels too
+            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if explained else None)
         return truths[position]
 
     secret_output = result.outputs[job.secret]
@@ -367,6 +372,15 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
              if (job.for_every_image or job.for_the_secret) else None, "log": logged}
     return {"answer": secret_output.answer, "graded": graded, "shown": shown,
             "inference_ms": result.seconds * 1000, "batch_rounds": result.batch_rounds}
+
+
+@functools.lru_cache(maxsize=MASK_CACHE)
+def pool_masks(pool: GamePool, i: int) -> np.ndarray:
+    """A pool image's instance mask, read from its PNG once while it is in use (a game's rounds grade the same
+    images again and again; decoding one costs ~0.4 ms): int8, read-only (objects < 127)."""
+    masks = pool.masks(i).astype(np.int8)
+    masks.flags.writeable = False
+    return masks
 
 
 def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool) -> dict:

@@ -164,7 +164,8 @@ def machine() -> dict:
     except OSError:
         commit = ""
     return {"cores": os.cpu_count(), "cpu": model,
-            "busy_before_percent": psutil.cpu_percent(interval=2.0),   # others' load on the machine, if any "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "busy_before_percent": psutil.cpu_percent(interval=2.0),   # others' load on the machine, if any
+            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
             "python": platform.python_version(), "commit": commit}
 
 
