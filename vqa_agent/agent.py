@@ -5,7 +5,9 @@
 
 Saved as model.safetensors + config.json + vocabulary.json; from_pretrained restores it exactly.
 Images of any size and mode are converted to RGB and resized to the model's resolution; image
-features are cached by content, because a game asks many questions about the same few images.
+features are cached by content, because a game asks many questions about the same few images. What is
+cached of an image is compact, so that a worker keeps the whole game pool (SeenImage): features and
+attention projections in float16, proposal masks bit-packed at the model's resolution.
 """
 from __future__ import annotations
 
@@ -15,16 +17,18 @@ import os
 import shutil
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from .config import AgentConfig
-from .model import CONCEPT_SLICES, CONCEPTS, ImageFeatures, Objects, VQAModel
+from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Objects, VQAModel
 from .symbolic import PerceivedScene, answer_symbolically, perceive
 from .tokenizer import QuestionError, Vocabulary
 
@@ -32,9 +36,12 @@ CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with t
 DEFAULT_AGENT = "medium"                                 # what "default" means
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
-FEATURE_CACHE_SIZE = 256   # images whose features stay in memory by default (~0.6 MB each)
+FEATURE_CACHE_SIZE = 256   # images whose features stay in memory by default (SeenImage: ~0.26 MB each)
 KNOWN_ARRAYS = 64          # read-only image arrays whose content key is remembered (a few games' images; the
-                           # references keep ~0.5 MB each alive)
+                           # references keep them alive: 0.23 MB each at 320x240)
+STORE_DTYPE = torch.float16   # of the features and projections kept per image; the reasoning runs in float32
+                              # (the shipped agents' answers as with a float32 store, probabilities within 2e-4,
+                              # spatial attention cells within 7e-4: tests/test_compact_store.py)
 OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
 
 
@@ -94,7 +101,8 @@ def normalize_images(images: torch.Tensor) -> torch.Tensor:
 class Proposal:
     box: tuple[float, float, float, float]   # x1, y1, x2, y2 in the input image's pixels
     score: float                             # proposal head confidence
-    mask: np.ndarray                         # bool, the input image's height x width
+    mask: np.ndarray                         # bool, the input image's height x width (None in the agent's
+                                             # cache, which keeps them packed: SeenImage.masks)
     attention: float                         # question-guided object attention weight
     attributes: dict[str, tuple[str, float]]  # attribute -> (predicted value, probability)
 
@@ -200,11 +208,13 @@ class VQAAgent:
     def _seen_image(self, array: np.ndarray, features: ImageFeatures, found, objects: Objects, j: int) -> "SeenImage":
         boxes, scores = found
         height, width = array.shape[:2]
-        masks = self.model.proposal_masks(features.detection[j:j + 1], [boxes], height, width)[0].cpu().numpy()
+        # masks at the model's resolution, where they are worked out (scaled to the image's when an output is made)
+        small = (features.detection.shape[-2] * DETECTION_STRIDE, features.detection.shape[-1] * DETECTION_STRIDE)
+        masks = self.model.proposal_masks(features.detection[j:j + 1], [boxes], *small)[0].cpu().numpy()
         n = len(boxes)
         beliefs = {a: torch.softmax(objects.attributes[j, :n, s], dim=-1).cpu() for a, s in CONCEPT_SLICES.items()}
         scale = torch.tensor([width / self.config.image_width, height / self.config.image_height] * 2)
-        proposals = [Proposal(box=tuple((boxes[k].cpu() * scale).tolist()), score=float(scores[k]), mask=masks[k],
+        proposals = [Proposal(box=tuple((boxes[k].cpu() * scale).tolist()), score=float(scores[k]), mask=None,
                               attention=0.0,
                               attributes={a: (CONCEPTS[CONCEPT_SLICES[a].start + int(p[k].argmax())], float(p[k].max()))
                                           for a, p in beliefs.items()})
@@ -215,9 +225,11 @@ class VQAAgent:
             for value, probability in zip(CONCEPTS[CONCEPT_SLICES[a]], (1 - torch.prod(1 - present, dim=0)).tolist()):
                 concepts[value] = probability
         grid = features.grid[j:j + 1]
-        mine = Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)] for f in OBJECT_FIELDS))
-        return SeenImage(grid=grid, objects=mine, projected=self.model.project(grid, mine),
-                         proposals=proposals, concepts=concepts,
+        # copies, not views: a view would keep its whole batch's tensor alive
+        mine = Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)].clone() for f in OBJECT_FIELDS))
+        return SeenImage(grid=grid.to(STORE_DTYPE), objects=mine,
+                         projected=tuple(x.to(STORE_DTYPE) for x in self.model.project(grid, mine)),
+                         proposals=proposals, masks=PackedMasks.pack(masks), size=(height, width), concepts=concepts,
                          perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None)
 
     @torch.inference_mode()
@@ -272,9 +284,11 @@ class VQAAgent:
         objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
         k = objects.mask.shape[1]
-        cells_key = torch.cat([s.projected[0] for s in seen])
-        objects_key, gates_key = (torch.cat([pad_objects(s.projected[i], k) for s in seen]) for i in (1, 2))
-        reasoning = self.model.reason(question, words, word_mask, torch.cat([s.grid for s in seen]), objects,
+        # the stored float16 back to float32, the reasoning's precision
+        grid = torch.cat([s.grid for s in seen]).float()
+        cells_key = torch.cat([s.projected[0] for s in seen]).float()
+        objects_key, gates_key = (torch.cat([pad_objects(s.projected[i], k) for s in seen]).float() for i in (1, 2))
+        reasoning = self.model.reason(question, words, word_mask, grid, objects,
                                       torch.arange(len(seen), device=self.device), (cells_key, objects_key, gates_key))
         probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
         top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
@@ -298,10 +312,11 @@ class VQAAgent:
                 attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
                              for k in range(len(image.proposals))]
             refusal = question_read.refusal
+            masks = image.masks.unpack(*image.size)
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
-                proposals=[replace(p, attention=attention[k]) for k, p in enumerate(image.proposals)],
+                proposals=[replace(p, attention=attention[k], mask=masks[k]) for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
                 unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",
@@ -337,12 +352,49 @@ class ReadQuestion:
 
 @dataclass
 class SeenImage:
-    grid: torch.Tensor          # [1, hidden, gh, gw]
-    objects: Objects            # batch of one, padded to at least one slot
-    projected: tuple            # VQAModel.project of grid and objects: what every question's attention reuses
-    proposals: list[Proposal]   # attention left at 0: it depends on the question
+    """Everything question-independent about an image the agent has looked at, kept compactly (a worker keeps
+    the whole game pool: ~0.26 MB an image with the shipped agents, against ~0.9 MB in float32 with
+    full-resolution bool masks)."""
+    grid: torch.Tensor          # [1, hidden, gh, gw] STORE_DTYPE
+    objects: Objects            # batch of one, padded to at least one slot; float32 (small)
+    projected: tuple            # VQAModel.project of grid and objects, STORE_DTYPE: what every question's attention reuses
+    proposals: list[Proposal]   # attention left at 0 (it depends on the question), mask None: see masks
+    masks: "PackedMasks"        # the proposals' masks, at the model's resolution
+    size: tuple[int, int]       # the image's height and width: what the masks are scaled to in an output
     concepts: dict[str, float]
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
+
+
+@dataclass(frozen=True)
+class PackedMasks:
+    """Boolean masks [K, h, w], one bit a pixel (np.packbits): 2.4 KB a proposal at 160x120."""
+    bits: np.ndarray              # [K, ceil(h * w / 8)] uint8
+    shape: tuple[int, int, int]   # K, h, w
+
+    @classmethod
+    def pack(cls, masks: np.ndarray) -> "PackedMasks":
+        k, h, w = masks.shape
+        return cls(np.packbits(masks.reshape(k, h * w), axis=1), (k, h, w))
+
+    def unpack(self, height: int, width: int) -> np.ndarray:
+        """[K, height, width] bool, scaled as F.interpolate(mode="nearest") scales them (VQAModel.proposal_masks)."""
+        k, h, w = self.shape
+        masks = np.unpackbits(self.bits, axis=1, count=h * w).reshape(k, h, w).view(bool)
+        if (height, width) == (h, w):
+            return masks
+        if (height, width) == (2 * h, 2 * w):   # the pool's images: each pixel doubled (nearest's i // 2), fast
+            doubled = (masks.view(np.uint8).astype(np.uint16) * 257).view(np.uint8)   # both bytes of 0x0101 * m
+            return np.repeat(doubled, 2, axis=1).view(bool)
+        return masks.take(nearest_indices(h, height), axis=1).take(nearest_indices(w, width), axis=2)
+
+
+@lru_cache(maxsize=64)
+def nearest_indices(size: int, scaled: int) -> np.ndarray:
+    """Which of `size` rows (or columns) each of `scaled` comes from under F.interpolate(mode="nearest")."""
+    rows = torch.arange(size, dtype=torch.float32).view(1, 1, size)
+    indices = F.interpolate(rows, size=scaled, mode="nearest").view(-1).long().numpy()
+    indices.setflags(write=False)   # shared by every caller
+    return indices
 
 
 def pad_objects(x: torch.Tensor, k: int) -> torch.Tensor:
