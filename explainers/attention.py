@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from vqa_agent.run_lengths import mask_to_rle, rle_to_mask
+
 from .base import Explainer, ExplanationRequest
 
-
-def mask_to_rle(mask: np.ndarray) -> dict:
-    """Row-major run-lengths of a boolean mask, starting with a run of False (possibly empty):
-    {"size": [height, width], "counts": [n_false, n_true, n_false, ...]}."""
-    flat = np.asarray(mask, bool).ravel()
-    changes = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    bounds = np.concatenate([[0], changes, [flat.size]])
-    counts = np.diff(bounds).tolist()
-    if flat.size and flat[0]:
-        counts = [0] + counts
-    return {"size": list(mask.shape), "counts": counts}
-
-
-def rle_to_mask(rle: dict) -> np.ndarray:
-    counts = np.asarray(rle["counts"], dtype=np.int64)
-    return np.repeat(np.arange(len(counts)) % 2 == 1, counts).reshape(rle["size"])
+__all__ = ["AttentionExplainer", "attention_payload", "attribution_map", "mask_to_rle", "rle_to_mask"]
 
 
 ATTRIBUTION_SOURCES = ("auto", "objects", "grid")
@@ -72,5 +59,5 @@ def attention_payload(output) -> dict:
     return {
         "grid": output.spatial_attention.astype(float).round(5),   # rows x columns, sums to 1 (json_safe: lists)
         "objects": [{"box": [round(v, 1) for v in p.box], "weight": round(p.attention, 5),
-                     "mask": mask_to_rle(p.mask)} for p in output.proposals],
+                     "mask": p.rle if p.rle is not None else mask_to_rle(p.mask)} for p in output.proposals],
     }

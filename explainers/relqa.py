@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vqa_agent.agent import VQAAgent, as_rgb_array
+from vqa_agent.agent import KnownImage, VQAAgent, as_rgb_array
 from vqa_agent.world.parser import ADJECTIVE_WORDS, NOUN_WORDS, RELATION_WORDS
 
 from .base import Explainer, ExplanationRequest
@@ -145,7 +145,8 @@ class RelQAExplainer(Explainer):
         chosen = self.retrieve([r.question for r in requests], [r.output.answer for r in requests])
         images, questions = [], []
         for request, picks in zip(requests, chosen):
-            image = as_rgb_array(request.image)   # converted once, shared by the request's questions
+            # a pool image (KnownImage) as it is: the agent has looked at it; pixels read once otherwise
+            image = request.image if isinstance(request.image, KnownImage) else as_rgb_array(request.image)
             images += [image] * len(picks)
             questions += [self.index.questions[i] for i, _ in picks]
         outputs = self.agent.answer(images, questions) if questions else []

@@ -18,6 +18,7 @@ from threading import Lock
 import numpy as np
 from PIL import Image
 
+from vqa_agent.known_image import KnownImage
 from vqa_agent.world.build import POOL_SPLIT, ensure_rendered
 from vqa_agent.world.clevr_io import scene_from_json
 from vqa_agent.world.render import load_mask_png
@@ -27,6 +28,7 @@ from .agents import checkpoint_fingerprint
 
 IMAGE_CACHE = 256          # decoded images kept in memory (a 320x240 image is 230 KB)
 EMBEDDINGS_DIR = "pool-embeddings"   # beside the world's images: <world>/pool-embeddings/<key>.npy
+FEATURES_DIR = "pool-features"       # <world>/pool-features/<key>.pt: what a worker's agent sees of the pool
 EMBED_BATCH = 64
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class GamePool:
         self.filenames = [s["image_filename"] for s in self.scenes_json]
         self._images: OrderedDict[int, np.ndarray] = OrderedDict()
         self._scenes: dict[int, Scene] = {}
+        self._known: dict[int, KnownImage] = {}
         self._lock = Lock()
         self.embeddings: np.ndarray | None = None    # set by load_embeddings / compute_embeddings
 
@@ -56,6 +59,13 @@ class GamePool:
         rest in the background)."""
         ensure_rendered(self.world, self.filenames[i])
         return self.world / "images" / self.filenames[i]
+
+    def known(self, i: int) -> KnownImage:
+        """Pool image i as the agent is given it: named by the world and its file, its pixels read only if
+        the agent has not looked at it (a worker keeps what it saw of the whole pool)."""
+        if i not in self._known:
+            self._known[i] = KnownImage(f"pool:{self.world}/{self.filenames[i]}", lambda: self.image(i))
+        return self._known[i]
 
     def world_index(self, i: int) -> int:
         return int(self.scenes_json[i]["image_index"])
@@ -87,8 +97,17 @@ class GamePool:
     def embeddings_paths(self, agent: str, cache_dir: str | Path) -> list[Path]:
         """Where the embeddings of this pool by this agent are stored: beside the world, else (a world
         that cannot be written) in the server's cache."""
-        key = hashlib.sha256((checkpoint_fingerprint(agent) + "\n".join(self.filenames)).encode()).hexdigest()[:16]
+        key = self._agent_key(agent)
         return [self.world / EMBEDDINGS_DIR / f"{key}.npy", Path(cache_dir) / f"pool-embeddings-{key}.npy"]
+
+    def features_paths(self, agent: str, cache_dir: str | Path) -> list[Path]:
+        """Where what this agent sees of the whole pool is stored by a worker (VQAAgent.save_seen), as the
+        embeddings: beside the world, else in the server's cache."""
+        key = self._agent_key(agent)
+        return [self.world / FEATURES_DIR / f"{key}.pt", Path(cache_dir) / f"pool-features-{key}.pt"]
+
+    def _agent_key(self, agent: str) -> str:
+        return hashlib.sha256((checkpoint_fingerprint(agent) + "\n".join(self.filenames)).encode()).hexdigest()[:16]
 
     def load_embeddings(self, agent: str, cache_dir: str | Path, wait_s: float = 0.0) -> np.ndarray:
         """The stored embeddings, waiting up to wait_s for a worker to write them."""

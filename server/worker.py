@@ -52,9 +52,10 @@ CLAIM_EVERY_S = 1.0        # how often a worker looks for such jobs
 MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?) is answered with an error
 HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
-WARM_CHUNK = 4             # pool images looked at per idle step (~0.16 s on one core)
-FEATURE_CACHE = 700        # images whose features a worker keeps (~1.0 MB each with the attentions' projections:
-                           # RSS ~1.45 GB before they were kept, ~210 MB more since)
+WARM_CHUNK = 4             # pool images looked at per idle step (~0.05 s on one core)
+FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
+                           # default pool of 1,500 ~370 MB; a worker's RSS ~1.1 GB with it, ~0.7 GB of it torch's)
+FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
 MASK_CACHE = 256           # pool images whose instance masks a worker keeps for grading (77 KB each)
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
@@ -73,8 +74,8 @@ class WorkerConfig:
     threads: int = 1                           # torch CPU threads
     explainer_options: dict[str, dict] = field(default_factory=dict)
     batch: BatchSettings = BatchSettings()
-    feature_cache: int = FEATURE_CACHE
-    warm_pool: bool = True                     # look at the pool's images while idle
+    feature_cache: int | None = FEATURE_CACHE  # None: the whole pool
+    warm_pool: bool = True                     # look at the pool's images (stored beside the world, else while idle)
     progress: bool = False
     name: str = ""                             # consumer name ("" = host:pid:random)
 
@@ -112,6 +113,9 @@ class Worker:
         self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
         ensure_groups(self.redis)
         self._warm_next = 0 if config.warm_pool else len(self.pool)
+        self._seen_stored = False
+        if config.warm_pool:
+            self._load_pool_features()
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
         self._claimed_at = self._beat_at = 0.0
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
@@ -174,7 +178,7 @@ class Worker:
         if prepare:
             self._handle(prepare)
             return
-        if self._warm_next < min(len(self.pool), self.config.feature_cache):
+        if self._warm_next < self._warm_until:
             self._warm()
             return
         got = self._read_all(IDLE_BLOCK_MS)       # idle: wait for any stream
@@ -245,10 +249,47 @@ class Worker:
         for name, value in ((f"{kind}:n", rounds), (f"{kind}:cpu_ms", cpu_s * 1000), (f"{kind}:batches", 1)):
             self._cpu[name] = self._cpu.get(name, 0) + value
 
+    @property
+    def _warm_until(self) -> int:
+        return min(len(self.pool), self.config.feature_cache or len(self.pool))
+
     def _warm(self) -> None:
         start = self._warm_next
-        self._warm_next = min(start + WARM_CHUNK, len(self.pool), self.config.feature_cache)
-        self.predictors[""].prepare([self.pool.image(i) for i in range(start, self._warm_next)])
+        self._warm_next = min(start + WARM_CHUNK, self._warm_until)
+        self.predictors[""].prepare([self.pool.known(i) for i in range(start, self._warm_next)])
+        if self._warm_next == len(self.pool) and not self._seen_stored:
+            self._store_pool_features()
+
+    def _load_pool_features(self) -> None:
+        """Starts with what a worker of the same agent stored of the whole pool (~1 s), instead of looking at
+        1,500 images again (~15 s of CPU, and until then a new game's first question pays for its images).
+        Not when rounds must be batch-invariant: those features are computed image by image."""
+        agent = self.predictors[""].agent
+        if self.config.batch.batch_invariant or self._warm_until < len(self.pool):
+            return
+        for path in self.pool.features_paths(self.config.agent, Path(self.config.data_dir) / "cache"):
+            if not path.exists():
+                continue
+            try:
+                agent.load_seen(path)
+            except ValueError as error:
+                log.warning("%s; the pool's images are looked at again", error)
+                continue
+            self._warm_next = self._warm_until
+            self._seen_stored = True
+            return
+
+    def _store_pool_features(self) -> None:
+        self._seen_stored = True
+        if self.config.batch.batch_invariant:
+            return
+        for path in self.pool.features_paths(self.config.agent, Path(self.config.data_dir) / "cache"):
+            try:
+                self.predictors[""].agent.save_seen(path)
+                log.info("stored what the agent sees of the pool in %s", path)
+                return
+            except OSError as error:
+                log.warning("could not store the pool's features at %s: %s", path, error)
 
     # --- jobs -------------------------------------------------------------------------------------
 
@@ -257,7 +298,8 @@ class Worker:
         if agent not in self.predictors:
             name = agent or self.config.agent
             loaded = self._load_agent(name)
-            loaded.feature_cache = self.config.feature_cache if not agent else loaded.feature_cache
+            if not agent:              # the server's agent keeps the pool; a study's agent its default cache
+                loaded.feature_cache = (self.config.feature_cache or len(self.pool)) + FEATURE_MARGIN
             self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name),
                                                batch_invariant=self.config.batch.batch_invariant)
             self._failed.pop(agent, None)
@@ -283,7 +325,7 @@ class Worker:
                 self._failed[job.agent] = f"{type(error).__name__}: {error}"[:500]
                 self._publish(job, {"error": AGENT_FAILED})
                 continue
-            images = [self.pool.image(i) for i in job.images]
+            images = [self.pool.known(i) for i in job.images]
             if job.kind == "prepare":
                 started = time.thread_time()
                 predictor.prepare(images)
@@ -413,7 +455,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="answer each round by calls of its own and look at each image alone, so that a round's "
                              "result does not depend on the rounds batched with it (reproducible simulations; slower)")
     parser.add_argument("--feature-cache", type=int, default=FEATURE_CACHE,
-                        help=f"pool images whose features stay in memory (default {FEATURE_CACHE})")
+                        help="pool images whose features stay in memory (default: the whole pool, ~0.25 MB each)")
     parser.add_argument("--no-warm-pool", dest="warm_pool", action="store_false",
                         help="do not look at the pool's images while idle (benchmarks)")
     parser.add_argument("--explainer-options", default=None,

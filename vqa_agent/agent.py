@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields, replace
@@ -28,6 +29,8 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from .config import AgentConfig
+from .known_image import KnownImage
+from .run_lengths import mask_to_rle
 from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Objects, VQAModel
 from .symbolic import PerceivedScene, answer_symbolically, perceive
 from .tokenizer import QuestionError, Vocabulary
@@ -43,6 +46,7 @@ STORE_DTYPE = torch.float16   # of the features and projections kept per image; 
                               # (the shipped agents' answers as with a float32 store, probabilities within 2e-4,
                               # spatial attention cells within 7e-4: tests/test_compact_store.py)
 OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
+SEEN_FORMAT = 1               # of save_seen's files: raise it when SeenImage changes
 
 
 class ImageError(ValueError):
@@ -56,7 +60,9 @@ def pick_device(device: str = "auto") -> torch.device:
 
 
 def as_rgb_array(image) -> np.ndarray:
-    """PIL image, path or array (HxW, HxWx1/3/4; uint8 or float in [0, 1]) -> HxWx3 uint8."""
+    """PIL image, path, KnownImage or array (HxW, HxWx1/3/4; uint8 or float in [0, 1]) -> HxWx3 uint8."""
+    if isinstance(image, KnownImage):
+        return as_rgb_array(image.load())
     if isinstance(image, (str, os.PathLike)):
         try:
             with Image.open(image) as file:
@@ -105,6 +111,9 @@ class Proposal:
                                              # cache, which keeps them packed: SeenImage.masks)
     attention: float                         # question-guided object attention weight
     attributes: dict[str, tuple[str, float]]  # attribute -> (predicted value, probability)
+    # the mask's run lengths (vqa_agent/run_lengths.py), as an agent remembers them per image: the attention
+    # explanation of every round about the image sends them (None: computed from `mask` by whoever needs them)
+    rle: dict | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -170,14 +179,22 @@ class VQAAgent:
 
     # --- answering --------------------------------------------------------------------------------
 
-    def _look(self, arrays: list[np.ndarray]) -> list["SeenImage"]:
+    def _look(self, images: Sequence) -> list["SeenImage"]:
         """What the agent sees in each image, whatever the question: features, proposals with masks
-        and attributes, concept probabilities. Cached by image content."""
-        keys = [self._key(a) for a in arrays]
+        and attributes, concept probabilities. Cached by image (KnownImage.key, else the content)."""
+        keys, arrays = [], {}
+        for image in images:
+            if isinstance(image, KnownImage):
+                keys.append(image.key.encode())
+            else:
+                array = as_rgb_array(image)
+                keys.append(self._key(array))
+                arrays[keys[-1]] = array
         for k in keys:
             if k in self._cache:
                 self._cache.move_to_end(k)
-        new = list({k: a for k, a in zip(keys, arrays) if k not in self._cache}.items())
+        new = [(k, arrays.get(k) if k in arrays else as_rgb_array(image))
+               for k, image in dict(zip(keys, images)).items() if k not in self._cache]
         size = 1 if self.batch_invariant else max(len(new), 1)
         for part in (new[start:start + size] for start in range(0, len(new), size)):
             features = self.model.encode_images(to_model_input([a for _, a in part], self.config).to(self.device))
@@ -191,9 +208,9 @@ class VQAAgent:
         return [self._cache[k] for k in keys]
 
     def _key(self, array: np.ndarray) -> bytes:
-        """The cache key of an image: a hash of its content, computed once per read-only array object (a
-        pool image, which the worker asks about again and again: hashing it cost ~7 ms a 20-image round).
-        A read-only array cannot change under its id while this cache holds a reference to it."""
+        """The cache key of an image given as pixels: a hash of its content, computed once per read-only array
+        object (hashing a 20-image round cost ~7 ms). A read-only array cannot change under its id while
+        this cache holds a reference to it."""
         known = self._keys.get(id(array))
         if known is not None and known[0] is array:
             self._keys.move_to_end(id(array))
@@ -237,7 +254,31 @@ class VQAAgent:
         """Looks at images ahead of the questions (a game knows its images when it starts), so that the
         first question about them costs no more than the later ones."""
         for start in range(0, len(images), 32):
-            self._look([as_rgb_array(image) for image in images[start:start + 32]])
+            self._look(images[start:start + 32])
+
+    def save_seen(self, path: str | os.PathLike) -> None:
+        """Writes what the agent keeps of the images it has looked at (by key) to `path`, atomically, so that
+        another process of the same checkpoint can start with it (`load_seen`) instead of looking again."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        torch.save({"format": SEEN_FORMAT, "seen": dict(self._cache)}, tmp)
+        tmp.replace(path)
+
+    def load_seen(self, path: str | os.PathLike) -> int:
+        """Adds what `save_seen` wrote (by this agent's checkpoint: the caller keys the file by it); returns
+        how many images. A file this code cannot read (another format, damaged) raises ValueError."""
+        try:
+            # a pickle: only ever a file a worker of this project wrote beside its own world (save_seen)
+            stored = torch.load(path, map_location=self.device, weights_only=False)
+        except (OSError, EOFError, RuntimeError, AttributeError, ModuleNotFoundError, pickle.UnpicklingError) as error:
+            raise ValueError(f"cannot read the stored features {path}: {error}") from error
+        if not isinstance(stored, dict) or stored.get("format") != SEEN_FORMAT:
+            raise ValueError(f"{path} holds features of another format than {SEEN_FORMAT}")
+        self._cache.update(stored["seen"])
+        while len(self._cache) > self.feature_cache:
+            self._cache.popitem(last=False)
+        return len(stored["seen"])
 
     @torch.inference_mode()
     def embed_images(self, images: Sequence, batch_size: int = 64) -> np.ndarray:
@@ -276,11 +317,10 @@ class VQAAgent:
             raise ValueError(f"got {len(images)} images but {len(questions)} questions")
         if not images:
             return []
-        arrays = [as_rgb_array(image) for image in images]
         # what depends on the question alone, once per distinct question (a round asks one of 20 images)
         read = {q: self._read(q) for q in dict.fromkeys(questions)}
         ids, lengths = pad_questions([read[q].ids for q in questions])
-        seen = self._look(arrays)
+        seen = self._look(list(images))
         objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
         k = objects.mask.shape[1]
@@ -313,10 +353,13 @@ class VQAAgent:
                              for k in range(len(image.proposals))]
             refusal = question_read.refusal
             masks = image.masks.unpack(*image.size)
+            if image.rles is None:        # once per image: every attention explanation of it sends them
+                image.rles = [mask_to_rle(m) for m in masks]
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
-                proposals=[replace(p, attention=attention[k], mask=masks[k]) for k, p in enumerate(image.proposals)],
+                proposals=[replace(p, attention=attention[k], mask=masks[k], rle=image.rles[k])
+                           for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
                 unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",
@@ -363,6 +406,7 @@ class SeenImage:
     size: tuple[int, int]       # the image's height and width: what the masks are scaled to in an output
     concepts: dict[str, float]
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
+    rles: list[dict] | None = None   # the masks' run lengths at the image's size, once an output needed them
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import redis as redis_lib
 from server_setup import server_config, write_studies
@@ -291,3 +292,36 @@ def test_a_reply_wait_ends_at_the_deadline_whatever_the_socket_timeout(web_only)
         assert 3.5 < time.monotonic() - started < 6
     finally:
         client.close()
+
+
+def test_a_worker_stores_what_it_saw_of_the_pool_and_the_next_starts_with_it(web_only, tiny_agent_dir, agent_world,
+                                                                            tiny_nle_dir, tmp_path):
+    """Issue 29: a worker keeps the whole pool looked at (pool images are named by world and file, never
+    hashed); the first to have looked at all of it stores that beside the world, and a worker started later
+    loads it instead of looking again, and answers the same."""
+    services = web_only.extensions["exag"]
+    config = dict(explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
+                  batch=BatchSettings(8, 1.0))
+    paths = services.pool.features_paths(str(tiny_agent_dir), tmp_path / "data" / "cache")
+    for path in paths:
+        path.unlink(missing_ok=True)
+    first = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
+    second = None
+    try:
+        assert first._warm_next == 0
+        while first._warm_next < len(first.pool):
+            first._warm()
+        assert paths[0].exists()
+        second = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
+        assert second._warm_next == len(second.pool)
+        assert len(second.predictors[""].agent._cache) == len(second.pool)
+        images = [second.pool.known(i) for i in range(6)]
+        for question in ("is there a red cube?", "how many spheres are there?"):
+            a = first.predictors[""].agent.answer(images, question)
+            b = second.predictors[""].agent.answer(images, question)
+            assert [(o.answer, o.top_k) for o in a] == [(o.answer, o.top_k) for o in b]
+            assert all(np.array_equal(x.spatial_attention, y.spatial_attention) for x, y in zip(a, b))
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
