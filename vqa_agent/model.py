@@ -32,9 +32,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
-from torchvision.ops import roi_align
 
 from .config import AgentConfig
+from .roi_align import roi_align
 from .world.scene import ATTRIBUTES
 
 CONCEPT_ATTRIBUTES = ("shape", "color", "size", "material")
