@@ -22,7 +22,7 @@ from game.study import load_study
 from .agents import AgentHandle, Agents
 from .config import ServerConfig
 from .embedded_redis import EmbeddedRedis
-from .events import Frame, message_queue, register
+from .events import CpuAccount, Frame, message_queue, register
 from .play import Play
 from .pool import GamePool
 from .rating_task import RatingTask
@@ -46,10 +46,13 @@ class Services:
     redis: EmbeddedRedis | None
     agents: Agents | None = None     # the agents: the server's and those studies name
     workers: list = field(default_factory=list)   # in-process inference workers (ServerConfig.inprocess_workers)
+    cpu: CpuAccount | None = None    # the web process's CPU per event (server/events.py)
 
     def close(self) -> None:
         for worker in self.workers:
             worker.close()
+        if self.cpu is not None:
+            self.cpu.close()         # adds the last totals while the store is still there
         self.store.close()
         if self.redis is not None:
             self.redis.stop()     # the owner of the embedded Redis (started or adopted) stops it
@@ -82,7 +85,7 @@ def create_app(config: ServerConfig | None = None) -> Flask:
                             ping_interval=10, ping_timeout=20, serializer=Frame,   # Frame: unreadable frames say why
                             # the queue on this Redis: every web process reaches every player
                             client_manager=message_queue(url) if config.message_queue else None)
-        register(socketio, play, store, config)
+        cpu = register(socketio, play, store, config)
     except BaseException:      # whatever fails, nothing this call started is left running
         for started in workers:
             started.close()
@@ -90,7 +93,7 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         if embedded is not None:
             embedded.stop()
         raise
-    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents, workers)
+    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents, workers, cpu)
     app.extensions["socketio"] = socketio
     return app
 

@@ -11,13 +11,22 @@ address, also count per web process; a connection lives on one).
 
 Any number of web processes share one Redis: `message_queue(url)` is the Socket.IO message queue on it,
 so an emit to a participant's room reaches their tabs on every process.
+
+What the web process spends is accounted per event in the Redis hash CPU_STATS (`exag:cpu:web`), summed
+over web processes, which experiments/benchmark/cpu_budget.py reads: for each event of schemas.SCHEMAS,
+`<event>:n` (messages handled, refused ones included) and `<event>:cpu_ms` (the handler thread's own CPU
+time, time.thread_time, from the message's arrival in our handler to its answer's emit; not Flask-SocketIO's
+context push, ~0.07 ms, nor the message queue's listener thread that delivers the emit). Each process keeps
+running totals and adds them to the hash at most once every CPU_FLUSH_S, in one pipeline (CpuAccount).
 """
 from __future__ import annotations
 
 import json
 import logging
 import threading
+import time
 
+import redis
 from flask import request
 from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room, leave_room
 from redis.exceptions import LockError
@@ -30,7 +39,7 @@ from . import browser
 from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
 from .schemas import SCHEMAS, SchemaError, validate
-from .store import Store
+from .store import Store, StoredJSON
 from .throttle import Throttle
 
 log = logging.getLogger(__name__)
@@ -38,6 +47,9 @@ UNREADABLE = "?"            # the `event` of the error that answers a frame the 
 RESERVED_EVENTS = ("connect", "disconnect")   # python-socketio would call these handlers for a client's event
 ANSWERED_TO_SENDER = {"history": "round"}     # reads that change nothing: event -> the answer's event name
 MESSAGE_QUEUE_CHANNEL = "exag:socketio"      # the Redis pub/sub channel all web processes of one Redis share
+CPU_STATS = "exag:cpu:web"                   # CPU per event, summed over web processes (see the module docstring)
+CPU_FLUSH_S = 1.0                            # how often a web process adds its totals to CPU_STATS (at most)
+STORED_MARK = "\x00exag:stored-json"         # where as_text puts stored text (a player's text holds no NUL)
 
 
 def message_queue(redis_url: str) -> RedisManager:
@@ -80,17 +92,79 @@ class Frame(sio_packet.Packet):
             raise UnreadableFrame(f"the message is not valid Socket.IO ({error})") from None
 
 
+class CpuAccount:
+    """Running totals of the CPU each event's handler spends, added to CPU_STATS at most every CPU_FLUSH_S by
+    a thread of their own (started with the first message: a web process may fork after it is made), so
+    that accounting costs a message no Redis round trip."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._pending: dict[str, list] = {}    # event -> [messages, cpu_ms] since the last flush
+        self._mutex = threading.Lock()
+        self._flusher: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def add(self, event: str, cpu_s: float) -> None:
+        with self._mutex:
+            totals = self._pending.setdefault(event, [0, 0.0])
+            totals[0] += 1
+            totals[1] += cpu_s * 1000
+            if (self._flusher is None or not self._flusher.is_alive()) and not self._closed.is_set():
+                self._flusher = threading.Thread(target=self._flush_every, name="cpu account", daemon=True)
+                self._flusher.start()
+
+    def flush(self) -> None:
+        with self._mutex:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for event, (messages, cpu_ms) in pending.items():
+            pipe.hincrby(CPU_STATS, f"{event}:n", messages)
+            pipe.hincrbyfloat(CPU_STATS, f"{event}:cpu_ms", cpu_ms)
+        try:
+            pipe.execute()
+        except redis.RedisError as error:     # accounting never breaks the game: these totals are lost
+            log.warning("could not add the web process's CPU totals to %s: %s", CPU_STATS, error)
+
+    def close(self) -> None:
+        """Stops the thread and adds what is left."""
+        self._closed.set()
+        self.flush()
+
+    def _flush_every(self) -> None:
+        while not self._closed.wait(CPU_FLUSH_S):
+            self.flush()
+
+
 def as_text(view: dict) -> str:
     """The state as JSON text: python-socketio walks every object sent looking for binary parts, which
-    costs ~100 ms on a late at-will state with its rounds of explanations (~400 KB); a string it does not."""
-    return json.dumps(view, separators=(",", ":"))
+    costs ~100 ms on a late at-will state with its rounds of explanations (~400 KB); a string it does not.
+    The latest round's explanations, as read from Redis (StoredJSON), are sent as the text they were stored
+    as (the same encoding), not encoded again: they are most of an at-will state's bytes."""
+    game = view.get("game") if isinstance(view, dict) else None
+    latest = game["rounds"][-1] if isinstance(game, dict) and game.get("rounds") else None
+    stored = latest.get("explanations") if isinstance(latest, dict) else None
+    if not isinstance(stored, StoredJSON):
+        return json.dumps(view, separators=(",", ":"))
+    latest["explanations"] = STORED_MARK
+    try:
+        text = json.dumps(view, separators=(",", ":"))
+    finally:
+        latest["explanations"] = stored
+    mark = json.dumps(STORED_MARK)
+    if text.count(mark) != 1:     # the mark in the view's own text too (nothing sent holds a NUL): encode it all
+        return json.dumps(view, separators=(",", ":"))
+    return text.replace(mark, stored.text)
 
 
 def room_of(who: tuple[str, str]) -> str:
     return f"participant:{who[0]}:{who[1]}"
 
 
-def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig) -> None:
+def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig) -> CpuAccount:
+    """The handlers, on `socketio`; returns the process's CPU account (closed with the app)."""
+    cpu = CpuAccount(store.redis)
     connections: dict[str, tuple[str, str]] = {}     # sid -> (study, pid) after a successful join
     throttle = Throttle(config.max_events_per_second, config.event_burst)          # messages, per connection
     noted = Throttle(config.refusals_logged_per_second, config.event_burst)        # diagnostics, per address
@@ -156,6 +230,13 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
 
     def make_handler(event: str):
         def handle(payload=None):
+            started = time.thread_time()
+            try:
+                answer(payload)
+            finally:
+                cpu.add(event, time.thread_time() - started)
+
+        def answer(payload) -> None:
             sid = request.sid
             if not throttle.allow(sid):
                 refuse(event, "too many messages; please slow down", type(payload).__name__)
@@ -217,3 +298,5 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                 open_from[address] -= 1
                 if not open_from[address]:
                     del open_from[address]
+
+    return cpu

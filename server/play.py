@@ -9,6 +9,8 @@ secret before the guess, an explanation's grade, or the ground truth.
 """
 from __future__ import annotations
 
+import functools
+import json
 import secrets
 import threading
 import time
@@ -74,7 +76,7 @@ class Play:
         study, status = self._study(payload["study"])
         pid, ids = self._participant_id(payload, study)
         binding = {"browser": bound_to, "session": next((ids[k] for k in SESSION_IDS if k in ids), None)}
-        with self.store.locked(study.study_id, pid):
+        with self.store.locked(study.study_id, pid) as held:
             participant = self.store.participant(study.study_id, pid)
             if participant is not None:
                 rebound = participant.get("binding") is None   # released by the researcher (or joined unbound)
@@ -88,21 +90,23 @@ class Play:
                 logged = joined_on_this_connection == (study.study_id, pid) and not rebound
                 self.store.commit(participant=participant,
                                   events=[] if logged else
-                                  [self._event("rejoin", participant, **({"rebound": True} if rebound else {}))])
+                                  [self._event("rejoin", participant, **({"rebound": True} if rebound else {}))],
+                                  release=(held,))
                 message = "You have already taken part in this study. Thank you!" \
                     if participant["stage"] == DONE else None
-                return (study.study_id, pid), self.view(study.study_id, pid), message
+                return (study.study_id, pid), self.view(study.study_id, pid, participant.get("current_game")), message
             if status != "open":
                 raise PlayError("this study is closed")
             # the slot is dealt and its participant stored under one lock: two arrivals never take the same slot
-            with self.store.lock(f"assign:{study.study_id}"):
+            with self.store.lock(f"assign:{study.study_id}") as assigning:
                 assigned = self._assign(study, status, payload.get("arm"))
                 now = time.time()
                 participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"], "order": assigned["order"],
                                "slot": assigned["slot"], "ids": ids, "binding": binding, "stage": CONSENT,
                                "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
                 self.store.commit(participant=participant,
-                                  events=[self._event("join", participant, ids=ids, **assigned)])
+                                  events=[self._event("join", participant, ids=ids, **assigned)],
+                                  release=(assigning, held))
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
     def _study(self, study_id: str) -> tuple[StudyConfig, str]:
@@ -173,7 +177,7 @@ class Play:
         return self.view(*who)
 
     def next_game(self, who: tuple[str, str], payload: dict) -> dict:
-        with self.store.locked(*who):
+        with self.store.locked(*who) as held:
             participant, (state, _) = self._participant_and_game(who, GAME, "go on", payload["game_id"])
             if state.phase != FINISHED:
                 raise PlayError("finish this game with a guess first")
@@ -187,8 +191,9 @@ class Play:
                     self._start_game(participant)
             else:
                 participant.update(stage=QUESTIONNAIRE_STAGE, last_seen=time.time(), current_game=None)
-                self.store.commit(participant=participant, events=[self._event("games_done", participant)])
-        return self.view(*who)
+                self.store.commit(participant=participant, events=[self._event("games_done", participant)],
+                                  release=(held,))
+        return self.view(*who, participant.get("current_game"))
 
     def questionnaire(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
@@ -394,16 +399,17 @@ class Play:
         return self.view(*who)
 
     def rate(self, who: tuple[str, str], payload: dict) -> dict:
-        with self.store.locked(*who):
+        with self.store.locked(*who) as held:
             participant, (state, record) = self._participant_and_game(who, GAME, "rate", payload["game_id"])
             state, event = rules.rate(state, payload["rating"])
             event.update(with_explanations=state.with_explanations, question=state.rounds[-1].question)
             participant["last_seen"] = time.time()
-            self.store.commit(participant=participant, game=(state, record), events=[self._event_for(state, record, event)])
-        return self.view(*who)
+            self.store.commit(participant=participant, game=(state, record),
+                              events=[self._event_for(state, record, event)], release=(held,))
+        return self.view(*who, state.game_id)
 
     def guess(self, who: tuple[str, str], payload: dict) -> dict:
-        with self.store.locked(*who):
+        with self.store.locked(*who) as held:
             participant, (state, record) = self._participant_and_game(who, GAME, "guess", payload["game_id"])
             if payload["image"] not in state.tokens:
                 raise PlayError("guess one of this game's images")
@@ -417,8 +423,8 @@ class Play:
                      f"{arm}:{block}:wins": int(state.won)}
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record), stats=stats,
-                              events=[self._event_for(state, record, event)])
-        return self.view(*who)
+                              events=[self._event_for(state, record, event)], release=(held,))
+        return self.view(*who, state.game_id)
 
     def _answer(self, state: GameState, record: dict, question: str, for_every: tuple[str, ...],
                 for_secret: tuple[str, ...], slow: bool = False) -> tuple[dict, dict, dict]:
@@ -436,9 +442,10 @@ class Play:
 
     # --- views ------------------------------------------------------------------------------------
 
-    def view(self, study_id: str, pid: str) -> dict:
-        participant, (study, _) = self.store.participant_and_study(study_id, pid)
-        settings = self._settings(study)
+    def view(self, study_id: str, pid: str, game_id: str | None = None) -> dict:
+        """The participant's whole view, as stored now. game_id: the game they are expected to be in, read with them
+        in one round trip (when they are in another, that one is read after)."""
+        participant, (study, _), game = self.store.participant_and_study(study_id, pid, game_id)
         modes = explainers_of(study, participant["arm"])
         view = {"stage": participant["stage"],
                 "participant": {"pid": pid, "study": study_id, "kind": study.kind, "arm": participant["arm"],
@@ -446,18 +453,20 @@ class Play:
                                 "session": participant["game_number"] // study.games_per_session,
                                 "sessions": study.sessions},
                 "ratings": list(RATINGS),
-                "instructions": {"setting": settings.to_dict(), "modes": list(modes)},
+                "instructions": {"setting": self._setting_view(study), "modes": list(modes)},
                 "game": None, "questionnaire": QUESTIONNAIRE, "done": None}
         if participant["stage"] == GAME and participant.get("current_game"):
-            view["game"] = self.game_view(participant["current_game"])
+            current = participant["current_game"]
+            view["game"] = self.game_view(current, game if current == game_id else None)
         if participant["stage"] == DONE:
             view["done"] = {"completion_code": participant.get("completion_code") or study.completion_code,
                             "redirect_url": study.redirect_url}
         self._checks_view(study, participant, view)
         return view
 
-    def game_view(self, game_id: str) -> dict:
-        state, record, latest = self.store.game_with_latest_round(game_id)
+    def game_view(self, game_id: str, found: tuple[GameState, dict, dict | None] | None = None) -> dict:
+        """found: the game's `Store.game_with_latest_round`, when the caller read it already."""
+        state, record, latest = found or self.store.game_with_latest_round(game_id)
         view = player_view(state)
         view["image_urls"] = {t: f"/image/{game_id}/{t}.png" for t in state.tokens}
         view["modes"] = record["modes"]
@@ -468,11 +477,11 @@ class Play:
     def history(self, who: tuple[str, str], payload: dict) -> dict:
         """An earlier round's explanations as they were shown (the state carries only the latest round's):
         {"game_id", "round", "explanations"} for any round of one of the participant's own games."""
-        participant = self.store.participant(*who)
+        game_id, number = payload["game_id"], payload["round"]
+        participant, found = self.store.participant_and_game(*who, game_id)
         if participant is None:
             raise PlayError("join the study first")
-        game_id, number = payload["game_id"], payload["round"]
-        found = self.store.game(game_id) if game_id in participant.get("games", []) else None
+        found = found if game_id in participant.get("games", []) else None
         if found is None:
             raise PlayError("that is not one of your games")
         if not 0 <= number < len(found[0].rounds):
@@ -560,6 +569,12 @@ class Play:
         return settings_named(study.kind, **study.settings)
 
     @staticmethod
+    def _setting_view(study: StudyConfig) -> dict:
+        """The study's game settings as the view shows them (`_settings(study).to_dict()`), made once per study
+        settings: every message's view shows them."""
+        return dict(_setting_view(study.kind, json.dumps(study.settings, sort_keys=True)))
+
+    @staticmethod
     def _event(kind: str, participant: dict, **payload) -> dict:
         return {"type": kind, "time": time.time(), "study": participant["study"], "participant": participant["pid"],
                 "game": participant.get("current_game") or "", **payload}
@@ -568,3 +583,9 @@ class Play:
     def _event_for(state: GameState, record: dict, event: dict) -> dict:
         return {**event, "time": time.time(), "study": record["study"], "participant": record["pid"],
                 "game": state.game_id, "arm": record["arm"], "game_number": record["game_number"]}
+
+
+@functools.lru_cache(maxsize=64)
+def _setting_view(kind: str, overrides: str) -> dict:
+    """Play._setting_view, by the settings' kind and JSON overrides (a study's settings are JSON data)."""
+    return settings_named(kind, **json.loads(overrides)).to_dict()

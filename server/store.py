@@ -6,26 +6,36 @@ player is answered, and no reader ever sees a state without its event. Actions o
 serialised by a Redis lock, so any number of server processes can share one Redis.
 
 The lock lives LOCK_TIMEOUT_S and is renewed while its holder works, so a crashed holder's lock is gone
-within seconds. When Redis goes away (the embedded one is restarted from its append-only file), every
-command waits for it with the client's retries (RECONNECT_TRIES, about 10 s), and a commit whose reply was
-lost is not applied twice: its transaction also sets a mark, which says whether it ran.
+within seconds; one thread per Store renews all the locks held in its process (a thread per message cost
+more CPU than the message), never past LOCK_MAX_HOLD_S after the lock was taken (a holder hung on a lost
+reply frees the participant then), and a release never waits for it. A commit can release its caller's
+lock in its own transaction (`commit(release=...)`): with the append-only file's fsync on every write,
+each write is a wait. When Redis goes away (the embedded one is restarted from its append-only file),
+every command waits for it with the client's retries (RECONNECT_TRIES, about 10 s), and a commit whose
+reply was lost is not applied twice: its transaction also sets a mark, which says whether it ran.
 
 Refused messages are not study events: they go to the capped stream `exag:diagnostics` (`diagnose`).
+
+The web process reads a participant's study, state and game for every message, so reads that go
+together are pipelined (`participant_and_study`, `participant_and_game`, `game_with_latest_round`), and a
+study's stored text is parsed once (StudyConfig is frozen).
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Callable, Iterator
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import LockError
+from redis.lock import Lock
 from redis.retry import Retry
 
 from game.state import GameState
@@ -34,18 +44,53 @@ from game.study import StudyConfig
 EVENTS = "exag:events"
 DIAGNOSTICS = "exag:diagnostics"   # refusals and other diagnostics: capped, never read by the export
 LOCK_TIMEOUT_S = 6         # a crashed holder's lock expires after this ...
-LOCK_RENEW_S = 2           # ... while a live holder renews it this often
+LOCK_RENEW_S = 2           # ... while a live holder renews it this often ...
+LOCK_MAX_HOLD_S = 45       # ... but never longer than this in all: longer than any message's work (a round's
+                           # reply is waited for at most ServerConfig.round_timeout_s, 30 s), so only a hung holder
+                           # loses its lock, and its participant waits at most this long
 LOCK_WAIT_S = 10           # how long a participant's next message waits for the previous one
 RECONNECT_TRIES = 22       # a lost connection is tried again after 0.1, 0.2, 0.4, then every 0.5 s: ~10 s in all
 COMMIT_MARK_S = 120        # how long a commit's mark says that it ran (longer than any reconnection)
 MAX_CONNECTIONS = 4096     # per client; redis-py's default of 100 ran out at ~100 players, as every round in
-                           # flight holds a connection for its BLPOP (the reply) and every lock renews on its own
+                           # flight holds a connection for its BLPOP (the reply)
 COMMIT_ATTEMPTS = 3        # a commit is sent again at most twice after a lost connection
+STUDIES_PARSED = 64        # stored study texts kept parsed (more are parsed again)
 log = logging.getLogger(__name__)
 
 
 def _json(value) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    """Compact JSON; a dataclass (a game's state) is written as dataclasses.asdict would give it, but without
+    asdict's deep copies, which cost more than the rest of a message."""
+    return json.dumps(value, separators=(",", ":"), default=_dataclass_fields)
+
+
+def _dataclass_fields(value) -> dict:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {name: getattr(value, name) for name in _field_names(type(value))}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+class StoredJSON(dict):
+    """A JSON object read from Redis that keeps the text it was stored as (by `_json`, the same encoding the
+    server sends), so that server/events.py `as_text` sends that text instead of encoding the object again: a
+    round's explanations are most of an at-will state's bytes. Read-only: a change would not reach the text."""
+
+    def __init__(self, value: dict, text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
+@dataclass(eq=False)
+class Held:
+    """A lock this process holds (what `Store.lock` yields)."""
+    lock: Lock
+    taken: float                 # time.monotonic() when it was taken
+    released: bool = False       # by a commit (`Store.commit(release=...)`)
 
 
 class Store:
@@ -54,6 +99,11 @@ class Store:
         being sent again blindly); without one, commits use `client`."""
         self.redis = client
         self._once = once or client
+        self._studies: dict[str, tuple[StudyConfig, str]] = {}   # stored text -> (config, status)
+        self._held: set[Held] = set()                              # locks held in this process (the renewer's)
+        self._held_mutex = threading.Lock()
+        self._renewer: threading.Thread | None = None
+        self._closed = threading.Event()
 
     @classmethod
     def connect(cls, url: str) -> "Store":
@@ -64,6 +114,7 @@ class Store:
                    once=client(Retry(NoBackoff(), 0)))
 
     def close(self) -> None:
+        self._closed.set()
         self.redis.close()
         if self._once is not self.redis:
             self._once.close()
@@ -80,11 +131,20 @@ class Store:
     def study(self, study_id: str) -> tuple[StudyConfig, str] | None:
         """The study's config and status ("open" or "closed"), or None."""
         raw = self.redis.get(f"exag:study:{study_id}")
-        if raw is None:
-            return None
-        data = json.loads(raw)
-        # a study stored before orders existed ran every participant without explanations first: it keeps that
-        return StudyConfig.from_dict({"order": "abab", **data["config"]}), data["status"]
+        return None if raw is None else self._parsed_study(raw)
+
+    def _parsed_study(self, raw: str) -> tuple[StudyConfig, str]:
+        """A stored study, parsed once per text (the text holds the id, and changes with the status or a seed
+        drawn); the config is frozen, so every caller may share it."""
+        found = self._studies.get(raw)
+        if found is None:
+            data = json.loads(raw)
+            # a study stored before orders existed ran every participant without explanations first: it keeps that
+            found = StudyConfig.from_dict({"order": "abab", **data["config"]}), data["status"]
+            if len(self._studies) >= STUDIES_PARSED:
+                self._studies.clear()
+            self._studies[raw] = found
+        return found
 
     def studies(self) -> list[tuple[StudyConfig, str]]:
         found = [self.study(s) for s in sorted(self.redis.smembers("exag:studies"))]
@@ -120,6 +180,29 @@ class Store:
         raw = self.redis.get(self._participant_key(study_id, pid))
         return json.loads(raw) if raw else None
 
+    def participant_and_study(self, study_id: str, pid: str, game_id: str | None = None) -> tuple[
+            dict | None, tuple[StudyConfig, str] | None, tuple[GameState, dict, dict | None] | None]:
+        """`participant` and `study` in one round trip, and with them `game_with_latest_round(game_id)` when a
+        game is named (else None)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self._participant_key(study_id, pid))
+        pipe.get(f"exag:study:{study_id}")
+        if game_id is not None:
+            self._read_game_with_latest_round(pipe, game_id)
+        raw_participant, raw_study, *raw_game = pipe.execute()
+        return (json.loads(raw_participant) if raw_participant else None,
+                self._parsed_study(raw_study) if raw_study is not None else None,
+                self._game_with_latest_round(game_id, *raw_game) if game_id is not None else None)
+
+    def participant_and_game(self, study_id: str, pid: str, game_id: str) -> tuple[dict | None,
+                                                                                  tuple[GameState, dict] | None]:
+        """`participant` and `game` in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self._participant_key(study_id, pid))
+        pipe.get(f"exag:game:{game_id}")
+        raw_participant, raw_game = pipe.execute()
+        return json.loads(raw_participant) if raw_participant else None, self._parsed_game(raw_game)
+
     def participants(self, study_id: str) -> list[dict]:
         pids = sorted(self.redis.smembers(f"exag:participants:{study_id}"))
         raws = self.redis.mget([self._participant_key(study_id, p) for p in pids]) if pids else []
@@ -130,43 +213,98 @@ class Store:
         return self.lock(f"{study_id}:{pid}")
 
     @contextmanager
-    def lock(self, name: str) -> Iterator[None]:
+    def lock(self, name: str) -> Iterator[Held]:
         """The Redis lock `exag:lock:NAME`, renewed every LOCK_RENEW_S while the block runs, so that it
-        outlives slow work (inference) but not a crashed holder: that one's lock is gone after LOCK_TIMEOUT_S."""
+        outlives slow work (inference) but not a crashed holder: that one's lock is gone after LOCK_TIMEOUT_S.
+        It is renewed for LOCK_MAX_HOLD_S at most: a block that runs longer no longer holds it after that.
+        Yields the Held lock: a block whose last write is a commit has it released by that commit
+        (`commit(release=(held,))`), one write fewer (each waits for an fsync of the append-only file)."""
         lock = self.redis.lock(f"exag:lock:{name}", timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_WAIT_S,
                                thread_local=False)      # the renewing thread uses the holder's token
         if not lock.acquire():
             raise LockError(f"could not take the lock {name} within {LOCK_WAIT_S} s")
-        done = threading.Event()
-
-        def renew() -> None:
-            while not done.wait(LOCK_RENEW_S):
-                try:
-                    lock.reacquire()
-                except (LockError, redis.RedisError) as error:
-                    log.warning("could not renew the lock %s: %s", name, error)
-
-        renewer = threading.Thread(target=renew, name=f"renew {name}", daemon=True)
-        renewer.start()
+        held = Held(lock, time.monotonic())
+        self._hold(held)
         try:
-            yield
+            yield held
         finally:
-            done.set()
-            renewer.join()
-            try:
-                lock.release()
-            except LockError:   # it expired while Redis was away: the work is done either way
-                log.warning("the lock %s had expired before it was released", name)
+            with self._held_mutex:      # the renewer may be renewing it right now: a release never waits for that
+                self._held.discard(held)
+            if not held.released:
+                try:
+                    lock.release()
+                except LockError:   # it expired (Redis was away, or it was held past LOCK_MAX_HOLD_S): the work is done
+                    log.warning("the lock %s had expired before it was released", name)
+
+    def _hold(self, held: Held) -> None:
+        """Hands a lock just taken to the renewer (started with the first lock: a web process forks first)."""
+        with self._held_mutex:
+            self._held.add(held)
+            if self._renewer is None or not self._renewer.is_alive():
+                self._renewer = threading.Thread(target=self._renew_held, name="lock renewer", daemon=True)
+                self._renewer.start()
+
+    def _renew_held(self) -> None:
+        """Every LOCK_RENEW_S, sets each held lock to expire LOCK_TIMEOUT_S from now, or at LOCK_MAX_HOLD_S after
+        it was taken if that comes first; a lock that reached its last renewal is renewed no more."""
+        while not self._closed.wait(LOCK_RENEW_S):
+            now = time.monotonic()
+            with self._held_mutex:
+                held = list(self._held)
+            for one in held:
+                ttl = min(LOCK_TIMEOUT_S, one.taken + LOCK_MAX_HOLD_S - now)
+                if ttl < LOCK_TIMEOUT_S:
+                    with self._held_mutex:
+                        self._held.discard(one)
+                    log.warning("the lock %s has been held for %.0f s: it is renewed no more and expires in %.1f s",
+                                one.lock.name, now - one.taken, max(ttl, 0))
+                if ttl <= 0:
+                    continue
+                try:
+                    one.lock.extend(ttl, replace_ttl=True)
+                except LockError:   # released (or expired and taken by another) since `held` was read: not ours
+                    pass
+                except redis.RedisError as error:
+                    log.warning("could not renew the lock %s: %s", one.lock.name, error)
 
     # --- games ------------------------------------------------------------------------------------
 
     def game(self, game_id: str) -> tuple[GameState, dict] | None:
         """The game's state and its server-side record (study, pid, arm, modes, ...)."""
-        raw = self.redis.get(f"exag:game:{game_id}")
+        return self._parsed_game(self.redis.get(f"exag:game:{game_id}"))
+
+    @staticmethod
+    def _parsed_game(raw: str | None) -> tuple[GameState, dict] | None:
         if raw is None:
             return None
         data = json.loads(raw)
         return GameState.from_dict(data["state"]), data["record"]
+
+    def game_with_latest_round(self, game_id: str) -> tuple[GameState, dict, dict | None] | None:
+        """`game` and the `round_explanation` of its latest round (None before the first round), in one round trip:
+        a game's explanations hold one entry per round (`commit`, new_round), so the latest is the last."""
+        pipe = self.redis.pipeline(transaction=False)
+        self._read_game_with_latest_round(pipe, game_id)
+        return self._game_with_latest_round(game_id, *pipe.execute())
+
+    @staticmethod
+    def _read_game_with_latest_round(pipe, game_id: str) -> None:
+        pipe.get(f"exag:game:{game_id}")
+        pipe.llen(f"exag:game:{game_id}:explanations")
+        pipe.lindex(f"exag:game:{game_id}:explanations", -1)
+
+    def _game_with_latest_round(self, game_id: str, raw: str | None, length: int,
+                                last: str | None) -> tuple[GameState, dict, dict | None] | None:
+        found = self._parsed_game(raw)
+        if found is None:
+            return None
+        state, record = found
+        if not state.rounds:
+            return state, record, None
+        if length != len(state.rounds):     # not one entry per round (a game written otherwise): read it by its index
+            return state, record, self.round_explanation(game_id, len(state.rounds) - 1)
+        value = json.loads(last) if last else None
+        return state, record, StoredJSON(value, last) if isinstance(value, dict) else value
 
     def games(self, game_ids: list[str]) -> list[tuple[GameState, dict]]:
         """Many games in one round trip (those that exist)."""
@@ -182,10 +320,12 @@ class Store:
 
     def commit(self, *, participant: dict | None = None, game: tuple[GameState, dict] | None = None,
                new_round: dict | None | bool = False, set_round: tuple[int, dict] | None = None,
-               events: list[dict] = (), stats: dict[str, int] | None = None) -> None:
+               events: list[dict] = (), stats: dict[str, int] | None = None, release: tuple[Held, ...] = ()) -> None:
         """Writes the changed state and appends its events in one transaction.
         new_round: the explanations shown with a new round (None = none; False = no new round).
-        stats: counters to add to the game's study statistics (win rates by arm)."""
+        stats: counters to add to the game's study statistics (win rates by arm).
+        release: locks held by the caller (`lock`), released by the same transaction (each only while it is
+        still the caller's): the caller's last write under them."""
         def write(pipe) -> None:
             if participant is not None:
                 key = self._participant_key(participant["study"], participant["pid"])
@@ -193,7 +333,7 @@ class Store:
                 pipe.sadd(f"exag:participants:{participant['study']}", participant["pid"])
             if game is not None:
                 state, record = game
-                pipe.set(f"exag:game:{state.game_id}", _json({"state": state.to_dict(), "record": record}))
+                pipe.set(f"exag:game:{state.game_id}", _json({"state": state, "record": record}))   # as state.to_dict()
                 if new_round is not False:
                     pipe.rpush(f"exag:game:{state.game_id}:explanations", _json(new_round))
                 if set_round is not None:
@@ -203,7 +343,13 @@ class Store:
                     pipe.hincrby(f"exag:stats:{game[1]['study']}", field, amount)
             for event in events:
                 self.add_event(pipe, event)
+            for held in release:    # redis-py's own release script, with the holder's token
+                pipe.eval(Lock.LUA_RELEASE_SCRIPT, 1, held.lock.name, held.lock.local.token)
         self.transaction(write)
+        for held in release:
+            held.released = True
+            with self._held_mutex:
+                self._held.discard(held)
 
     def transaction(self, write: Callable) -> None:
         """Runs write(pipe)'s commands as one MULTI/EXEC, exactly once: when the connection breaks and

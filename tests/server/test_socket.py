@@ -2,9 +2,12 @@
 its explainers: whole games in both settings, the event log they leave, and refusals of bad input."""
 from __future__ import annotations
 
-from game.settings import RATINGS
+import time
 
-from socket_player import Player, events_of, joined, started
+from game.settings import RATINGS
+from server.events import CPU_FLUSH_S, CPU_STATS
+
+from socket_player import Player, events_of, joined, next_game, started
 
 
 def test_controlled_games_alternate_without_and_with_explanations(app, connect):
@@ -194,3 +197,30 @@ def test_one_players_unreadable_question_fails_only_their_round(app, connect):
         for player in players[:5]:
             player.ok("rate", {"game_id": player.game["game_id"], "rating": RATINGS[0]})
         questions[5] = "???"
+
+
+def test_the_web_process_accounts_its_cpu_per_event(app, connect):
+    """Each handler's own CPU (server/events.py) is summed per event in the hash exag:cpu:web, which the web
+    process adds to by itself, at most once a second; refused messages count too."""
+    services = app.extensions["exag"]
+    services.cpu.flush()           # earlier tests' totals are in the hash before this one's are counted
+
+    def totals() -> dict[str, float]:
+        return {k: float(v) for k, v in services.store.redis.hgetall(CPU_STATS).items()}
+
+    before = totals()
+    player = started(connect, "ctl", "cpu-account", arm="none")              # join, consent, begin
+    player.refused("rate", {"game_id": player.game["game_id"], "rating": RATINGS[0]}, "cannot rate")
+    next_game(player)                                                         # ask, rate, guess, next_game
+    sent = {"join": 1, "consent": 1, "begin": 1, "ask": 1, "rate": 2, "guess": 1, "next_game": 1}
+
+    def counted(now: dict) -> dict[str, float]:
+        return {e: now.get(f"{e}:n", 0) - before.get(f"{e}:n", 0) for e in sent}
+
+    deadline = time.monotonic() + 5 * CPU_FLUSH_S
+    while counted(after := totals()) != sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert counted(after) == sent
+    for event in sent:
+        spent = after[f"{event}:cpu_ms"] - before.get(f"{event}:cpu_ms", 0)
+        assert 0 < spent < 1000 * sent[event], (event, spent)       # milliseconds of this thread's CPU

@@ -7,10 +7,13 @@ explanations, masks as JSON lists of run lengths, the grid as rows of 2-decimal 
 rebuilt from the same rounds."""
 from __future__ import annotations
 
+import json
 
 from game.settings import RATINGS
 from game.study import StudyConfig
 from experiments.benchmark.state_size import size, unpacked
+from server.events import as_text
+from server.store import StoredJSON
 
 from socket_player import next_game, started
 
@@ -49,6 +52,11 @@ def test_a_late_at_will_state_is_small_and_history_returns_earlier_rounds(app, c
     assert without < SMALL_BYTES, without
     assert latest < 0.6 * size(unpacked(shown[-1]))          # packed masks and heatmaps (the tiny world: ~0.5)
     assert after < before / 10
+
+    # the latest round's explanations are sent as the text they were stored as (not encoded again): the same text
+    view = app.extensions["exag"].play.view("small-aw", "pid:small-1")
+    assert isinstance(view["game"]["rounds"][-1]["explanations"], StoredJSON)
+    assert as_text(view) == json.dumps(view, separators=(",", ":")) and json.loads(as_text(view)) == state
 
     # history: an earlier round's explanations, exactly as shown then; any round of the game
     for number in (0, 3, len(QUESTIONS) - 1):
