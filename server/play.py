@@ -188,7 +188,7 @@ class Play:
                 if attention and attention.due(participant["game_number"], study.games):
                     self._show_check(participant, ATTENTION_CHECK)
                 else:
-                    self._start_game(participant)
+                    self._start_game(participant, release=(held,))
             else:
                 participant.update(stage=QUESTIONNAIRE_STAGE, last_seen=time.time(), current_game=None)
                 self.store.commit(participant=participant, events=[self._event("games_done", participant)],
@@ -338,8 +338,9 @@ class Play:
 
     # --- a game -----------------------------------------------------------------------------------
 
-    def _start_game(self, participant: dict, events: list[dict] | tuple = ()) -> None:
-        """Starts the participant's next game; `events` (a check's result) are committed with its start."""
+    def _start_game(self, participant: dict, events: list[dict] | tuple = (), release: tuple = ()) -> None:
+        """Starts the participant's next game; `events` (a check's result) are committed with its start, and
+        the locks in `release` (Store.lock) released by the same transaction."""
         study, _ = self._study(participant["study"])
         settings = self._settings(study)
         number = participant["game_number"]
@@ -361,10 +362,10 @@ class Play:
                      game_number=number, session=record["session"], modes=record["modes"],
                      order=participant.get("order"))
         self.store.commit(participant=participant, game=(state, record),
-                          events=[*events, self._event_for(state, record, event)])
+                          events=[*events, self._event_for(state, record, event)], release=release)
 
     def ask(self, who: tuple[str, str], payload: dict) -> dict:
-        with self.store.locked(*who):
+        with self.store.locked(*who) as held:
             participant = self._participant(who, GAME, "ask")
             state, record = self._game(participant, payload["game_id"])
             question = payload["question"]
@@ -380,11 +381,11 @@ class Play:
                          ask_to_answer_ms=(time.perf_counter() - started) * 1000)
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record), new_round=shown["view"],
-                              events=[self._event_for(state, record, event)])
+                              events=[self._event_for(state, record, event)], release=(held,))
         return self.view(*who)
 
     def explain(self, who: tuple[str, str], payload: dict) -> dict:
-        with self.store.locked(*who):
+        with self.store.locked(*who) as held:
             participant = self._participant(who, GAME, "get explanations")
             state, record = self._game(participant, payload["game_id"])
             rules.buy_explanations(state)          # refuses before any work
@@ -395,7 +396,7 @@ class Play:
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record),
                               set_round=(len(state.rounds) - 1, shown["view"]),
-                              events=[self._event_for(state, record, event)])
+                              events=[self._event_for(state, record, event)], release=(held,))
         return self.view(*who)
 
     def rate(self, who: tuple[str, str], payload: dict) -> dict:
