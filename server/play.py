@@ -9,6 +9,7 @@ secret before the guess, an explanation's grade, or the ground truth.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import secrets
@@ -16,6 +17,7 @@ import threading
 import time
 
 import numpy as np
+from redis.exceptions import LockError
 
 from game import rules
 from game.assignment import next_slot, study_slot
@@ -41,6 +43,7 @@ STAGES = (CONSENT, INSTRUCTIONS, COMPREHENSION, COLOUR_SCREEN, GAME, ATTENTION_C
                            "questionnaire", "done", "screened_out")
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
+CROWD_JOINING = "many people are joining this study at this moment; please try again in a few seconds"
 NO_COOKIE = ("your browser did not send this study's cookie; please allow cookies for this site and reload the "
              "page from the link you were given")
 ANOTHER_BROWSER = ("this participation is already open in another browser; ask the researcher to release it "
@@ -97,16 +100,24 @@ class Play:
                 return (study.study_id, pid), self.view(study.study_id, pid, participant.get("current_game")), message
             if status != "open":
                 raise PlayError("this study is closed")
-            # the slot is dealt and its participant stored under one lock: two arrivals never take the same slot
-            with self.store.lock(f"assign:{study.study_id}") as assigning:
-                assigned = self._assign(study, status, payload.get("arm"))
-                now = time.time()
-                participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"], "order": assigned["order"],
-                               "slot": assigned["slot"], "ids": ids, "binding": binding, "stage": CONSENT,
-                               "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
-                self.store.commit(participant=participant,
-                                  events=[self._event("join", participant, ids=ids, **assigned)],
-                                  release=(assigning, held))
+            # the slot is dealt and its participant stored under one lock: two arrivals never take the same slot;
+            # an arm named by the link takes no slot, and needs no lock (a crowd arriving at once waits on it)
+            named = payload.get("arm") is not None
+            try:
+                with (contextlib.nullcontext(None) if named else self.store.lock(f"assign:{study.study_id}")) as assigning:
+                    assigned = self._assign(study, status, payload.get("arm"))
+                    now = time.time()
+                    participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"],
+                                   "order": assigned["order"], "slot": assigned["slot"], "ids": ids, "binding": binding,
+                                   "stage": CONSENT, "game_number": 0, "games": [], "joined": now, "last_seen": now,
+                                   "finished": None}
+                    self.store.commit(participant=participant,
+                                      events=[self._event("join", participant, ids=ids, **assigned)],
+                                      release=(held,) if named else (assigning, held))
+            except LockError as error:
+                if "assign:" not in str(error):
+                    raise
+                raise PlayError(CROWD_JOINING) from error
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
     def _study(self, study_id: str) -> tuple[StudyConfig, str]:

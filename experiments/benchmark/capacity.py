@@ -123,7 +123,10 @@ def row(report: dict) -> dict:
             "ask_p99_ms": ask.get("p99"), "errors": report["errors"]["total"], "timeouts": report["timeouts"]["total"],
             "replies_per_s": report["messages"]["per_second"],
             "server_cpu_percent": server.get("cpu_percent", {}).get("mean"),
-            "server_rss_mb": server.get("rss_mb", {}).get("max"), "bot_cpu_percent": report["bot"]["cpu_percent"]}
+            "server_rss_mb": server.get("rss_mb", {}).get("max"), "bot_cpu_percent": report["bot"]["cpu_percent"],
+            "other_p95_ms": max((s.get("p95") or 0.0 for e, s in report["events"].items() if e != "ask" and s.get("n")),
+                                default=None),
+            "server_log_kb": report.get("server_log_bytes", 0) / 1024}
 
 
 def table(rows: list[dict]) -> str:
@@ -133,12 +136,14 @@ def table(rows: list[dict]) -> str:
     def num(value, unit):
         return "-" if value is None else f"{value:.0f}{unit}"
 
-    lines = ["| players | ask p50 | ask p95 | ask p99 | errors / timeouts | replies/s | server CPU | server RSS |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| players | ask p50 | ask p95 | ask p99 | other events' worst p95 | errors / timeouts | replies/s | "
+             "server CPU | server RSS | server log |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['players']} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | {ms(r['ask_p99_ms'])} | "
-                     f"{r['errors']} / {r['timeouts']} | {r['replies_per_s']:.1f} | {num(r['server_cpu_percent'], '%')} | "
-                     f"{num(r['server_rss_mb'], ' MB')} |")
+                     f"{ms(r.get('other_p95_ms'))} | {r['errors']} / {r['timeouts']} | {r['replies_per_s']:.1f} | "
+                     f"{num(r['server_cpu_percent'], '%')} | {num(r['server_rss_mb'], ' MB')} | "
+                     f"{r.get('server_log_kb', 0):.0f} KB |")
     return "\n".join(lines)
 
 
@@ -204,11 +209,15 @@ def run(args: argparse.Namespace) -> dict:
                         results.setdefault("warmup_s", []).append(warm_up(server.url))
                 elif i:
                     time.sleep(PAUSE_BETWEEN_STEPS_S)
+                log_before = server.log_path.stat().st_size
                 report = run_load(server.url, players, args.duration, mix, arms=DEMO_CONTROLLED_ARMS,
                                   server_pids=[server.process.pid], reply_timeout_s=args.timeout, seed=args.seed + i,
                                   progress=not args.quiet)
                 server.remember_tree()
+                # the server's log under load: it must stay flat (issue 29 saw 100 KB/min of retries)
+                report["server_log_bytes"] = server.log_path.stat().st_size - log_before
                 print(format_load(report), flush=True)
+                print(f"  server log grew {report['server_log_bytes'] / 1024:.1f} KB", flush=True)
                 results["steps"].append(report)
                 results["rows"].append(row(report))
                 results["table"] = table(results["rows"])
