@@ -1,0 +1,139 @@
+"""CPU per game round in an inference worker, by kind of round, alone and in batches, and the worker's memory
+with the whole pool: the worker side of issue 29's budget, measured in-process (no Redis, no web).
+
+What is timed is what a worker does for a round (server/worker.py `_handle`): `Predictor.predict` (the
+agent and the round's explainers) and `finish_round` (grading, the player-safe view, the log entries), with
+the server's agent and explainers as `exag serve` loads them, one torch thread, pool images named as a
+worker names them (KnownImage) and the whole pool already looked at (loaded from the store a worker keeps
+beside the world, or looked at first). Rounds of each kind draw their images across the pool.
+
+    python -m experiments.benchmark.round_cpu                         # default agent, 60 rounds of each kind
+    python -m experiments.benchmark.round_cpu --agent strong --rounds 30 --out /tmp/round_cpu.json
+
+Kinds: a plain question about a 20-image at-will game and a 5-image controlled one; a controlled round of
+the "both" arm (attention and RelQA on each of 5 images); an at-will round with explanations bought
+(attention on 20 images, ObjScene, RelQA and the NLE on the secret). Budget (issue 29): a plain 20-image
+round <= 6 ms, a bought one <= 40 ms, a batch of 8 rounds < 8 x one round, worker RSS <= 600 MB.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from experiments.benchmark import write_report
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTIONS = ("is there a red cube?", "how many spheres are there?", "what color is the large cylinder?",
+             "what shape is the small green thing?", "are there more cubes than cylinders?")
+KINDS = {   # name: (images, for every image, for the secret)
+    "plain, 20 images (at-will)": (20, (), ()),
+    "plain, 5 images (controlled)": (5, (), ()),
+    "controlled 'both' arm, 5 images": (5, ("attention", "relqa"), ()),
+    "bought explanations, 20 images (at-will)": (20, ("attention",), ("objscene", "relqa", "nle")),
+}
+BUDGET_MS = {"plain, 20 images (at-will)": 6.0, "bought explanations, 20 images (at-will)": 40.0}
+RSS_BUDGET_MB = 600
+
+
+def measure(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    from server.inference import Predictor, RoundRequest
+    from server.pool import GamePool
+    from server.rounds import RoundJob
+    from server.worker import WorkerConfig, explainer_options, finish_round
+    from vqa_agent.agent import VQAAgent
+
+    process = psutil.Process()
+    baseline_mb = process.memory_info().rss / 2**20
+    world = args.world or (REPO / "data" / "world" if (REPO / "data" / "world" / "scenes.json").exists()
+                           else REPO / "data" / "game-world")
+    pool = GamePool(world)
+    agent = VQAAgent.from_pretrained(args.agent, device="cpu")
+    agent.feature_cache = len(pool) + 64
+    config = WorkerConfig("redis://unused", world, REPO / "data" / "server", args.agent, progress=False)
+    predictor = Predictor(agent, explainer_options(config, args.agent))
+    loaded_mb = process.memory_info().rss / 2**20
+    stored = next((p for p in pool.features_paths(args.agent, REPO / "data" / "server" / "cache") if p.exists()), None)
+    started = time.perf_counter()
+    if stored is not None:
+        agent.load_seen(stored)
+    else:
+        print("looking at the whole pool (no stored features; a worker stores them) ...", flush=True)
+        for start in range(0, len(pool), 4):
+            agent.prepare([pool.known(i) for i in range(start, min(start + 4, len(pool)))])
+    pool_s = time.perf_counter() - started
+    pool_mb = process.memory_info().rss / 2**20
+    rng = np.random.default_rng(args.seed)
+
+    def rounds(kind: str, count: int) -> list[tuple]:
+        n, every, secret = KINDS[kind]
+        made = []
+        for k in range(count):
+            ids = [int(i) for i in rng.choice(len(pool), n, replace=False)]
+            question, position = QUESTIONS[k % len(QUESTIONS)], int(rng.integers(n))
+            request = RoundRequest([pool.known(i) for i in ids], question, position, every, secret, seed=k)
+            job = RoundJob("round", ids, question, position, [f"t{j}" for j in range(n)], list(every), list(secret))
+            made.append((request, job))
+        return made
+
+    def cpu_per_round(batches: list[list[tuple]]) -> float:
+        started = time.process_time()
+        for batch in batches:
+            for (_, job), result in zip(batch, predictor.predict([request for request, _ in batch])):
+                finish_round(job, result, pool)
+        return 1000 * (time.process_time() - started) / sum(len(b) for b in batches)
+
+    results = {}
+    for kind in KINDS:
+        cpu_per_round([rounds(kind, 1) for _ in range(3)])                       # first calls: lazy loads
+        alone = cpu_per_round([rounds(kind, 1) for _ in range(args.rounds)])
+        batched = cpu_per_round([rounds(kind, 8) for _ in range(max(1, args.rounds // 8))])
+        results[kind] = {"alone_ms": alone, "batch_of_8_ms_per_round": batched, "budget_ms": BUDGET_MS.get(kind)}
+        print(f"  {kind:42s} alone {alone:6.2f} ms   in a batch of 8 {batched:6.2f} ms a round", flush=True)
+    return {"benchmark": "round_cpu", "command": " ".join(sys.argv), "agent": args.agent, "world": str(world),
+            "pool_images": len(pool), "rounds_per_kind": args.rounds, "torch_threads": 1, "kinds": results,
+            "rss_mb": {"after_imports": baseline_mb, "agent_and_explainers_loaded": loaded_mb,
+                       "with_the_whole_pool": pool_mb, "budget": RSS_BUDGET_MB},
+            "pool_features": {"from_store": stored is not None, "seconds": pool_s}}
+
+
+def table(report: dict) -> str:
+    lines = ["| round | CPU ms alone | CPU ms a round, batch of 8 | budget |", "|---|---:|---:|---:|"]
+    for kind, r in report["kinds"].items():
+        budget = f"<= {r['budget_ms']:.0f} ms" if r["budget_ms"] else "-"
+        lines.append(f"| {kind} | {r['alone_ms']:.1f} | {r['batch_of_8_ms_per_round']:.1f} | {budget} |")
+    rss = report["rss_mb"]
+    lines += ["", f"worker-like process RSS: {rss['after_imports']:.0f} MB after its imports, "
+                  f"{rss['agent_and_explainers_loaded']:.0f} MB with the agent and explainers, "
+                  f"{rss['with_the_whole_pool']:.0f} MB with the whole pool of {report['pool_images']} images "
+                  f"(budget {rss['budget']} MB)"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", default="default")
+    parser.add_argument("--world", type=Path, default=None, help="default: data/world when built, else data/game-world")
+    parser.add_argument("--rounds", type=int, default=60, help="rounds of each kind (alone; batches: rounds / 8)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "round_cpu.json")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be positive")
+    report = measure(args)
+    report["table"] = table(report)
+    write_report(args.out, report)
+    print(f"\n{report['table']}\n\nwritten to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
