@@ -46,7 +46,7 @@ STORE_DTYPE = torch.float16   # of the features and projections kept per image; 
                               # (the shipped agents' answers as with a float32 store, probabilities within 2e-4,
                               # spatial attention cells within 7e-4: tests/test_compact_store.py)
 OBJECT_FIELDS = tuple(f.name for f in fields(Objects))
-SEEN_FORMAT = 1               # of save_seen's files: raise it when SeenImage changes
+SEEN_FORMAT = 2               # of save_seen's files: raise it when SeenImage changes
 
 
 class ImageError(ValueError):
@@ -244,10 +244,12 @@ class VQAAgent:
         grid = features.grid[j:j + 1]
         # copies, not views: a view would keep its whole batch's tensor alive
         mine = Objects(*(getattr(objects, f)[j:j + 1, :max(n, 1)].clone() for f in OBJECT_FIELDS))
+        packed = PackedMasks.pack(masks)
         return SeenImage(grid=grid.to(STORE_DTYPE), objects=mine,
                          projected=tuple(x.to(STORE_DTYPE) for x in self.model.project(grid, mine)),
-                         proposals=proposals, masks=PackedMasks.pack(masks), size=(height, width), concepts=concepts,
-                         perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None)
+                         proposals=proposals, masks=packed, size=(height, width), concepts=concepts,
+                         perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None,
+                         rles=[compact_rle(m) for m in packed.unpack(height, width)])
 
     @torch.inference_mode()
     def prepare(self, images: Sequence) -> None:
@@ -353,8 +355,8 @@ class VQAAgent:
                              for k in range(len(image.proposals))]
             refusal = question_read.refusal
             masks = image.masks.unpack(*image.size)
-            if image.rles is None:        # once per image: every attention explanation of it sends them
-                image.rles = [mask_to_rle(m) for m in masks]
+            if image.rles is None:        # an image stored before they were kept: once
+                image.rles = [compact_rle(m) for m in masks]
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
@@ -406,7 +408,14 @@ class SeenImage:
     size: tuple[int, int]       # the image's height and width: what the masks are scaled to in an output
     concepts: dict[str, float]
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
-    rles: list[dict] | None = None   # the masks' run lengths at the image's size, once an output needed them
+    rles: list[dict] | None = None   # the masks' run lengths at the image's size (int32 counts): every attention
+                                     # explanation of the image sends them (~0.4 KB a mask)
+
+
+def compact_rle(mask: np.ndarray) -> dict:
+    """mask_to_rle with its counts as an int32 array (kept per proposal of every image a worker has seen)."""
+    rle = mask_to_rle(mask)
+    return {"size": rle["size"], "counts": np.asarray(rle["counts"], dtype=np.int32)}
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,16 @@ def measure(args: argparse.Namespace) -> dict:
     stored = next((p for p in pool.features_paths(args.agent, REPO / "data" / "server" / "cache") if p.exists()), None)
     started = time.perf_counter()
     if stored is not None:
-        agent.load_seen(stored)
-    else:
+        try:
+            agent.load_seen(stored)
+        except ValueError as error:         # stored by an older version: looked at again, and stored anew
+            print(f"{error}; looking at the pool again", flush=True)
+            stored = None
+    if stored is None:
         print("looking at the whole pool (no stored features; a worker stores them) ...", flush=True)
         for start in range(0, len(pool), 4):
             agent.prepare([pool.known(i) for i in range(start, min(start + 4, len(pool)))])
+        agent.save_seen(pool.features_paths(args.agent, REPO / "data" / "server" / "cache")[0])
     pool_s = time.perf_counter() - started
     pool_mb = process.memory_info().rss / 2**20
     rng = np.random.default_rng(args.seed)
@@ -91,6 +96,8 @@ def measure(args: argparse.Namespace) -> dict:
         return 1000 * (time.process_time() - started) / sum(len(b) for b in batches)
 
     results = {}
+    for i in range(len(pool)):      # as a worker does when it starts
+        pool.scene(i)
     for kind in KINDS:
         cpu_per_round([rounds(kind, 1) for _ in range(3)])                       # first calls: lazy loads
         alone = cpu_per_round([rounds(kind, 1) for _ in range(args.rounds)])

@@ -98,9 +98,11 @@ def test_batched_and_single_answers_agree(agent, agent_world, val_scenes):
     agent._cache.clear()
     for image, question, batched in zip(images, questions, together):
         alone = agent.answer([image], [question])[0]
+        # an image's features computed in a batch differ from its features alone in float32's last bits, and
+        # the float16 store (SeenImage) can round those to neighbouring values: agreement to its precision
         assert alone.answer == batched.answer
-        assert alone.probability == pytest.approx(batched.probability, abs=1e-5)
-        assert np.allclose(alone.spatial_attention, batched.spatial_attention, atol=1e-6)
+        assert alone.probability == pytest.approx(batched.probability, abs=1e-3)
+        assert np.allclose(alone.spatial_attention, batched.spatial_attention, atol=2e-3)
 
 
 def test_one_question_over_many_images(agent, agent_world, val_scenes):
