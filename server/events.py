@@ -39,7 +39,7 @@ from . import browser
 from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
 from .schemas import SCHEMAS, SchemaError, validate
-from .store import Store, StoredJSON
+from .store import MAX_CONNECTIONS, Store, StoredJSON
 from .throttle import Throttle
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,10 @@ def message_queue(redis_url: str) -> RedisManager:
     to this process's clients at once and published for the other web processes on the same Redis, which
     deliver it to theirs. Given as a client manager, not as Flask-SocketIO's `message_queue=` URL, which
     sends any URL but redis:// and rediss:// to Kombu: redis-py reads the embedded Redis's unix:// URL."""
-    return RedisManager(redis_url, channel=MESSAGE_QUEUE_CHANNEL)
+    # redis-py's default pool of 100 connections ran out under a crowd (every handler thread publishes its
+    # emit): python-socketio then logged "Cannot publish to redis... retrying" and reconnected, thousands of
+    # times a minute at 200 players; the pool is as large as the store's
+    return RedisManager(redis_url, channel=MESSAGE_QUEUE_CHANNEL, redis_options={"max_connections": MAX_CONNECTIONS})
 
 
 class UnreadableFrame(ValueError):

@@ -216,6 +216,7 @@ def run(args: argparse.Namespace) -> dict:
                 server.remember_tree()
                 # the server's log under load: it must stay flat (issue 29 saw 100 KB/min of retries)
                 report["server_log_bytes"] = server.log_path.stat().st_size - log_before
+                report["server_log_tail"] = server.tail(40) if report["server_log_bytes"] else ""
                 print(format_load(report), flush=True)
                 print(f"  server log grew {report['server_log_bytes'] / 1024:.1f} KB", flush=True)
                 results["steps"].append(report)
