@@ -230,7 +230,12 @@ def test_a_player_resumes_on_the_other_web_process_after_a_kill_9(deployment):
         resumed = tab.send("join", join)
         rounds = resumed["game"]["rounds"]
         assert resumed["game"]["game_id"] == game_id
-        assert rounds[:1] == acknowledged["game"]["rounds"] and len(rounds) in (1, 2)   # the in-flight one: once or not
+        # the in-flight one: once or not; a view carries only its latest round's explanations, so the first
+        # round is compared without them (when the in-flight round was answered, it is no longer the latest)
+        def without_explanations(shown):
+            return [{k: v for k, v in r.items() if k != "explanations"} for r in shown]
+        assert without_explanations(rounds[:1]) == without_explanations(acknowledged["game"]["rounds"])
+        assert len(rounds) in (1, 2)
         if len(rounds) == 2:
             tab.send("rate", {"game_id": game_id, "rating": RATINGS[0]})
         state = tab.send("ask", {"game_id": game_id, "question": "how many cylinders are there?"})
