@@ -55,7 +55,7 @@ POLL_S = 0.001             # how often a batch's first round looks for others to
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
 WARM_CHUNK = 4             # pool images looked at per idle step (~0.05 s on one core)
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
-                           # default pool of 1,500 ~370 MB; a worker's RSS ~1.1 GB with it, ~0.7 GB of it torch's)
+                           # default pool of 1,500 ~390 MB; a worker's RSS ~1.3 GB with it and every explainer)
 FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
 MASK_CACHE = 4096          # pool images whose instance masks a worker keeps for grading, as run lengths
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
@@ -114,11 +114,10 @@ class Worker:
         self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
         ensure_groups(self.redis)
         self._warm_next = 0 if config.warm_pool else len(self.pool)
+        self._seen_stored = False
         if config.warm_pool:       # the pool's scenes, read once now (~0.5 s) rather than in rounds that grade them
             for i in range(len(self.pool)):
                 self.pool.scene(i)
-        self._seen_stored = False
-        if config.warm_pool:
             self._load_pool_features()
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
         self._claimed_at = self._beat_at = 0.0
@@ -185,7 +184,7 @@ class Worker:
         if self._warm_next < self._warm_until:
             self._warm()
             return
-        got = self._read_all(IDLE_BLOCK_MS)       # idle: wait for any stream
+        got = self._read(STREAMS, 1, IDLE_BLOCK_MS)     # idle: wait for any stream
         fast = [entry for entry in got if entry[0] == FAST]
         self._held += [entry for entry in got if entry[0] != FAST]
         if fast:
@@ -209,12 +208,9 @@ class Worker:
             batch += self._read(FAST, self.config.batch.max_batch_rounds - len(batch))
         return batch
 
-    def _read(self, stream: str, count: int, block_ms: int | None = None) -> list[tuple[str, str, str]]:
-        got = self.redis.xreadgroup(GROUP, self.name, {stream: ">"}, count=count, block=block_ms)
-        return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
-
-    def _read_all(self, block_ms: int) -> list[tuple[str, str, str]]:
-        got = self.redis.xreadgroup(GROUP, self.name, {stream: ">" for stream in STREAMS}, count=1, block=block_ms)
+    def _read(self, stream: str | tuple[str, ...], count: int, block_ms: int | None = None) -> list[tuple[str, str, str]]:
+        streams = (stream,) if isinstance(stream, str) else stream
+        got = self.redis.xreadgroup(GROUP, self.name, {s: ">" for s in streams}, count=count, block=block_ms)
         return [(name, entry_id, fields["job"]) for name, entries in got or [] for entry_id, fields in entries]
 
     def _claim(self) -> None:
@@ -392,7 +388,7 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
 
     program = parse_program(job.question)
     truths: dict[int, GroundTruth] = {}
-    explained = bool(result.for_every_image and any(result.for_every_image)) or bool(result.for_the_secret)
+    explained = any(result.for_every_image) or bool(result.for_the_secret)
 
     def truth(position: int) -> GroundTruth:
         if position not in truths:

@@ -34,7 +34,7 @@ from pathlib import Path
 import redis
 
 from experiments.benchmark import write_report
-from experiments.benchmark.capacity import REPO, Server, machine, row, warm_up
+from experiments.benchmark.capacity import REPO, Server, _interrupt, machine, row, warm_up
 from server.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, run_load
 
 WEB_STATS = "exag:cpu:web"
@@ -127,10 +127,6 @@ def run(args: argparse.Namespace) -> dict:
     write_report(args.out, results)
     print(f"\n{results['table']}\n\nwritten to {args.out}")
     return results
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
