@@ -3,6 +3,5 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$repo/scripts/setup.sh"
-venv="${EXAG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/exag/venv}"
 cd "$repo"
-exec "$venv/bin/python" -m pytest "$@"
+exec "$repo/.venv/bin/python" -m pytest "$@"   # this checkout's environment (see scripts/setup.sh)
