@@ -17,7 +17,6 @@ from game.preregistration import PRIMARY_OUTCOME, digest, document_bytes, missin
 from game.quality import FAST_GAME_S, FLAGS, STRAIGHT_LINE_MIN_RATINGS
 from game.study import StudyConfig, load_study
 
-HELP = "freeze a study's hypotheses, primary test, planned N, stopping rule and exclusions before data"
 DESCRIPTION = f"""\
 Writes the pre-registration of STUDY (a study JSON file) as OUT.json (the document: the study's design and
 its plan, canonical JSON) and OUT.md (the same, readable, to deposit e.g. on OSF), and stores the SHA-256 of
@@ -51,6 +50,8 @@ FLAG_MEANINGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter     # the plan's example keeps its lines
     parser.add_argument("study", type=Path, metavar="STUDY", help="the study file (JSON, as in studies/)")
     parser.add_argument("--out", type=Path, required=True,
                         help="the document's path without extension: writes OUT.json and OUT.md")

@@ -50,6 +50,7 @@ def attribution_map(payload: dict, shape: tuple[int, int], source: str = "auto")
 class AttentionExplainer(Explainer):
     name = "attention"
     kind = "attention"
+    requires = frozenset({"attention", "proposals"})
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:
         return [attention_payload(r.output) for r in requests]

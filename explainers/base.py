@@ -7,17 +7,25 @@
 An explainer is constructed once with the agent (and its options), loads whatever models it needs
 then, and afterwards only turns agent outputs into explanations: no I/O, no game state, no HTML or
 pixels (the frontend draws each `kind`). Requests are batched because a round explains 5 or 20 images.
+Of the agent it uses only the `Agent` protocol (explainers/agent_interface.py), and it says which of the
+protocol's capabilities it needs in `requires`.
+
+Torch-free to import (the agent's types only under TYPE_CHECKING): the web process reads a third-party
+explainer's class attributes (name, kind, label) without loading any model (explainers/plugins.py).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 
-from vqa_agent.agent import AgentOutput, VQAAgent
+if TYPE_CHECKING:
+    from vqa_agent.agent import AgentOutput
+
+    from .agent_interface import Agent
 
 
 @dataclass
@@ -35,7 +43,7 @@ class ExplanationRequest:
 
 @dataclass
 class Explanation:
-    explainer: str             # the explainer's name (a key of EXPLAINERS)
+    explainer: str             # the explainer's name (as studies name it: explainers/registry.py)
     kind: str                  # how the frontend draws the payload
     payload: dict              # JSON-safe: str, int, float, bool, None, lists and dicts of them
     seconds: float = 0.0       # compute time of this explanation (its share of the batch)
@@ -46,9 +54,14 @@ class Explanation:
 
 class Explainer:
     name: ClassVar[str]
-    kind: ClassVar[str]
+    kind: ClassVar[str]                      # one of explainers/kinds/ (the page's renderer, the player's view)
+    requires: ClassVar[frozenset[str]] = frozenset()   # capabilities of the agent it uses (agent_interface.py)
+    # A third-party explainer's row of the table (explainers/registry.py) comes from its class: the page's
+    # heading above its explanation and the instructions' line about it (the built-ins' are in the table).
+    label: ClassVar[str] = ""
+    description: ClassVar[str] = ""
 
-    def __init__(self, agent: VQAAgent, **options) -> None:
+    def __init__(self, agent: Agent, **options) -> None:
         if options:
             raise TypeError(f"{self.name} explainer got unknown options: {', '.join(sorted(options))}")
         self.agent = agent

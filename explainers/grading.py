@@ -1,7 +1,7 @@
 """Automatic grades on the ExAG paper's scales, for any question whose program is known.
 
-Answers get the 3-point scale and explanations the 5-point scale the paper's raters used (RESEARCH.md
-1). Each kind of explanation has one documented rule, computed against the ground-truth scene:
+Answers get the 3-point scale and explanations the 5-point scale the paper's raters used
+(docs/research.md §1). Each kind of explanation has one documented rule, computed against the ground-truth scene:
 
 - attention: the share of attention on the objects the program needs (`evidence_objects`). Object
   attention counts a proposal as on an evidence object when most of its mask lies on that object's

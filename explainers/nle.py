@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from vqa_agent.agent import DEFAULT_AGENT, VQAAgent
+from vqa_agent.agent import DEFAULT_AGENT
 
 from .base import Explainer, ExplanationRequest
 from .nle_model import NLEModel, agent_fingerprint
+
+if TYPE_CHECKING:
+    from .agent_interface import Agent
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # NLE models shipped with the package: nle-AGENT
 PREFIX = "nle-"
@@ -38,7 +42,7 @@ def _train_hint(agent: str = "AGENT") -> str:
     return f"train one with `exag train nle --agent {agent} --world WORLD --out DIR` and pass model=DIR"
 
 
-def resolve_nle_path(agent: VQAAgent, model: str | Path | None = None, agent_name: str | None = None) -> Path:
+def resolve_nle_path(agent: Agent, model: str | Path | None = None, agent_name: str | None = None) -> Path:
     """The NLE model directory for `agent`: `model` (a directory, or a shipped model's agent name), else
     the model shipped for `agent_name`, else the shipped model trained on exactly this agent."""
     shipped = shipped_models()
@@ -70,15 +74,17 @@ def resolve_nle_path(agent: VQAAgent, model: str | Path | None = None, agent_nam
 class NLEExplainer(Explainer):
     name = "nle"
     kind = "text"
+    # the model reads the agent's output as numbers (nle_model.encode_output) and is matched to the agent
+    requires = frozenset({"answer", "question_embedding", "concepts", "proposals", "fingerprint"})
 
-    def __init__(self, agent: VQAAgent, model: str | Path | None = None, agent_name: str | None = None,
+    def __init__(self, agent: Agent, model: str | Path | None = None, agent_name: str | None = None,
                  batch_size: int = BATCH_SIZE) -> None:
         super().__init__(agent)
         self.path = resolve_nle_path(agent, model, agent_name)
         self.model = NLEModel.from_pretrained(self.path, device=agent.device)
-        if self.model.config.question_dim != agent.config.hidden:
+        if self.model.config.question_dim != agent.question_dim:
             raise ValueError(f"the NLE model in {self.path} was trained on an agent with {self.model.config.question_dim}"
-                             f"-dimensional question embeddings; this agent's are {agent.config.hidden}")
+                             f"-dimensional question embeddings; this agent's are {agent.question_dim}")
         self.batch_size = batch_size
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:

@@ -28,7 +28,6 @@ restores it exactly.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -43,7 +42,7 @@ from safetensors.torch import load_model, save_model
 from transformers import GPT2Config, GPT2LMHeadModel
 from transformers.utils import logging as transformers_logging
 
-from vqa_agent.agent import AgentOutput, VQAAgent, write_checkpoint
+from vqa_agent.agent import AgentOutput, write_checkpoint
 from vqa_agent.model import CONCEPT_ATTRIBUTES, CONCEPT_SLICES, CONCEPTS
 from vqa_agent.tokenizer import QuestionError, normalize
 
@@ -103,13 +102,10 @@ class NLETokenizer:
 
 # --- what the agent produced, as numbers ----------------------------------------------------------
 
-def agent_fingerprint(agent: VQAAgent) -> str:
-    """Identifies an agent by its configuration and weights, wherever it was loaded from."""
-    digest = hashlib.blake2b(json.dumps(agent.config.to_dict(), sort_keys=True).encode(), digest_size=16)
-    for key, value in sorted(agent.model.state_dict().items()):
-        digest.update(key.encode())
-        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
+def agent_fingerprint(agent) -> str:
+    """Identifies an agent by its configuration and weights, wherever it was loaded from (the Agent
+    protocol's fingerprint, explainers/agent_interface.py): what an NLE model records of its agent."""
+    return agent.fingerprint()
 
 
 def encode_output(output: AgentOutput, max_proposals: int) -> tuple[np.ndarray, np.ndarray]:

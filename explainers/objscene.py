@@ -35,13 +35,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from vqa_agent.agent import VQAAgent
 from vqa_agent.world.parser import ADJECTIVE_WORDS, NOUN_WORDS
 
 from .base import Explainer, ExplanationRequest
 from .word_vectors import load_word_vectors, tokens
+
+if TYPE_CHECKING:
+    from .agent_interface import Agent
 
 DEFAULT_K = 5                 # words shown, as in the paper's interface
 MIN_PROBABILITY = 1e-6        # floor of p(O|I) in S(O)
@@ -70,8 +74,9 @@ def object_word(word: str) -> str | None:
 class ObjSceneExplainer(Explainer):
     name = "objscene"
     kind = "words"
+    requires = frozenset({"answer", "concepts"})
 
-    def __init__(self, agent: VQAAgent, vectors: str | Path | None = None, k: int = DEFAULT_K) -> None:
+    def __init__(self, agent: Agent, vectors: str | Path | None = None, k: int = DEFAULT_K) -> None:
         super().__init__(agent)
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")

@@ -37,15 +37,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vqa_agent.agent import KnownImage, VQAAgent, as_rgb_array
+from vqa_agent.agent import KnownImage, as_rgb_array
 from vqa_agent.world.parser import ADJECTIVE_WORDS, NOUN_WORDS, RELATION_WORDS
 
 from .base import Explainer, ExplanationRequest
 from .relqa_index import RelQAIndex, load_or_build_index
 from .word_vectors import tokens
+
+if TYPE_CHECKING:
+    from .agent_interface import Agent
 
 DEFAULT_WORLD = Path("data/world")
 DEFAULT_N = 5                  # related pairs shown, as in the paper
@@ -92,8 +96,9 @@ def is_paraphrase(first: str, second: str) -> bool:
 class RelQAExplainer(Explainer):
     name = "relqa"
     kind = "qa_pairs"
+    requires = frozenset({"answer", "text_embedding", "fingerprint"})
 
-    def __init__(self, agent: VQAAgent, world: str | Path = DEFAULT_WORLD, n: int = DEFAULT_N,
+    def __init__(self, agent: Agent, world: str | Path = DEFAULT_WORLD, n: int = DEFAULT_N,
                  bank_split: str = "val", min_bank: int = MIN_BANK, cache_dir: str | Path | None = None,
                  progress: bool = True) -> None:
         super().__init__(agent)

@@ -9,7 +9,8 @@ Each entry is embedded as "question answer" (its ground-truth answer), the same 
 is embedded with the agent's answer at play time; see relqa.py for why.
 
 The index depends on the agent's question encoder and on the bank, so it is cached per agent
-fingerprint (a hash of the agent's weights, config and vocabulary) and checked against the bank:
+fingerprint (`agent.fingerprint()`: its configuration and weights, which its vocabulary is saved and
+loaded with) and checked against the bank:
 
     <world>/relqa_index/<agent fingerprint>-<split>.npz
         embeddings  float32 [N, hidden]  what `agent.embed_texts` returns, as computed
@@ -32,12 +33,13 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
-from vqa_agent.agent import VQAAgent
+if TYPE_CHECKING:
+    from .agent_interface import Agent
 
 INDEX_FORMAT = 1
 INDEX_DIR_NAME = "relqa_index"
@@ -59,15 +61,12 @@ class RelQAIndex:
         return len(self.questions)
 
 
-def agent_fingerprint(agent: VQAAgent) -> str:
+FINGERPRINT_CHARS = 16   # of the agent's fingerprint in an index's file name
+
+
+def agent_fingerprint(agent: Agent) -> str:
     """A short hash of everything that decides what the agent's encoder makes of a text."""
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(json.dumps(agent.config.to_dict(), sort_keys=True).encode())
-    digest.update(json.dumps(agent.vocabulary.to_dict()).encode())
-    for name, tensor in sorted(agent.model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
+    return agent.fingerprint()[:FINGERPRINT_CHARS]
 
 
 def bank_texts(questions: list[str], answers: list[str]) -> list[str]:
@@ -144,7 +143,7 @@ def read_index(path: Path) -> tuple[np.ndarray, list[str], list[str], dict] | No
     return embeddings, bank["questions"], bank["answers"], meta
 
 
-def embed_bank(agent: VQAAgent, questions: list[str], answers: list[str], progress: bool = True) -> np.ndarray:
+def embed_bank(agent: Agent, questions: list[str], answers: list[str], progress: bool = True) -> np.ndarray:
     texts = bank_texts(questions, answers)
     chunks = []
     for start in tqdm(range(0, len(texts), EMBED_CHUNK), desc="relqa index", unit="chunk",
@@ -158,7 +157,7 @@ def unit_rows(embeddings: np.ndarray) -> np.ndarray:
     return (embeddings / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def load_or_build_index(agent: VQAAgent, world: Path | str, split: str = "val",
+def load_or_build_index(agent: Agent, world: Path | str, split: str = "val",
                         cache_dir: Path | str | None = None, progress: bool = True) -> RelQAIndex:
     """The bank of `world`'s `split`, embedded by `agent`: read from the cache when it is current,
     otherwise built (with a progress bar) and cached."""

@@ -20,13 +20,14 @@ analysis tell it apart; its grade (explainers/grading.py) is taken against the i
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from vqa_agent.agent import VQAAgent
-
 from .base import Explainer, ExplanationRequest
+
+if TYPE_CHECKING:
+    from .agent_interface import Agent
 
 
 def derangement(n: int, seed: int) -> list[int]:
@@ -50,9 +51,10 @@ def shown_instead(request: ExplanationRequest) -> ExplanationRequest:
 
 
 class ShamExplainer(Explainer):
-    imitates: ClassVar[str]     # the real explainer whose output for another image is shown
+    imitates: ClassVar[str]     # the real explainer whose output for another image is shown (explainers/registry.py)
+    # no capabilities of its own: the imitated explainer asks for its own when it is loaded
 
-    def __init__(self, agent: VQAAgent, explainer: Explainer | None = None, **options) -> None:
+    def __init__(self, agent: Agent, explainer: Explainer | None = None, **options) -> None:
         """`explainer`: the imitated explainer, already loaded (the server shares its own, so the sham uses
         the same model and options); else it is loaded here with `options`, the imitated explainer's."""
         super().__init__(agent)

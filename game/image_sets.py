@@ -1,4 +1,4 @@
-"""Choosing a game's images (RESEARCH.md 1): a neighbourhood of similar images around a random anchor of
+"""Choosing a game's images (docs/research.md §1): a neighbourhood of similar images around a random anchor of
 the held-out pool, N images drawn from it, and the secret drawn uniformly among those N. The mean
 image-feature distance from the secret to the distractors (lower = a harder set) is recorded with the
 game.

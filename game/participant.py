@@ -5,7 +5,7 @@ outcome, buys explanations when they seem worth their points, and guesses its mo
 
 It is pure and seeded: it sees only what a player sees (the game view the page gets, and each image as
 perceived through game/perception.py) and decides with its own random generator, so one seed gives one
-player. server/simulate.py drives it through the real game.
+player. experiments/simulate/simulate.py drives it through the real game.
 
     player = SimulatedParticipant(PRESETS["careful"], seed=1)
     player.start_game(game_view, scenes_by_token)      # scenes of the images shown, seen with its errors
@@ -13,7 +13,7 @@ player. server/simulate.py drives it through the real game.
                                                        # ("rate", {"rating": ...}) or ("guess", {"image": token})
     player.end_game(finished_view)                     # the outcome: it learns how far to trust the agent
 
-The model (RESEARCH.md 1; every number is a ParticipantConfig field):
+The model (docs/research.md §1, the ExAG game; every number is a ParticipantConfig field):
 - Belief: a distribution over the N images, uniform at the start.
 - An answer a about the secret is evidence: if image i were the secret, the agent would say what the
   participant sees in i (t_i) when it is right, anything of the answer's kind when wrong:
@@ -52,7 +52,7 @@ The model (RESEARCH.md 1; every number is a ParticipantConfig field):
   scores the points left, so it asks only while the expected chance of its best guess after the answer,
   times the points left then, beats the chance now times the points now by more than the `effort` of
   asking (0 in the presets; with it, a player who doubts every answer guesses sooner instead of asking
-  more: README, "Simulated participants"). How much it expects to learn depends on how far it will
+  more: docs/simulation.md). How much it expects to learn depends on how far it will
   trust the next answer: its trust in the agent, moved, when explanations will come with the answer, as
   far as the last RECENT_FITS explanations it read moved it (over games). Explanations that keep failing
   to fit (a sham) make every coming answer worth less, so it guesses sooner; one explanation that exposed

@@ -5,8 +5,8 @@ and mixes up colors that look alike (cyan and blue, brown and yellow, ...). `per
 errors, seeded, to the scene of the image the page showed, and returns the scene as the participant
 believes it is: a world `Scene`, so the world's own program executor answers questions about it.
 
-The scene comes from the image the participant was shown (server/simulate.py identifies the image by its
-pixels); nothing here reads the secret or the agent.
+The scene comes from the image the participant was shown (experiments/simulate/simulate.py identifies the
+image by its pixels); nothing here reads the secret or the agent.
 """
 from __future__ import annotations
 

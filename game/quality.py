@@ -1,4 +1,4 @@
-"""Quality flags per participant, for preregistered exclusions (RESEARCH.md 7): games without a
+"""Quality flags per participant, for preregistered exclusions (docs/research.md §7): games without a
 question, implausibly fast games, and the same helpfulness rating for every round (straight-lining).
 
 The flags only describe; excluding is the researcher's decision, made in the analysis. The same

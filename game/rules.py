@@ -2,7 +2,7 @@
 and the event to log, or raises RuleError with a message for the player. The server calls them and
 persists the result; the client never decides anything.
 
-Score (RESEARCH.md 1): P = P0 - sum of costs when the guess is right, else 0; a win is a right guess
+Score (docs/research.md §1): P = P0 - sum of costs when the guess is right, else 0; a win is a right guess
 with P > 0. A question or explanation needs at least its cost in points, so points never go below 0.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Study design as plain data: arms, orders and the block schedule of controlled studies (who gets which
 arm and order: game/assignment.py).
 
-Controlled studies (RESEARCH.md 1): each participant gets one arm for good; sessions of 5 games
+Controlled studies (docs/research.md §1): each participant gets one arm for good; sessions of 5 games
 alternate without/with explanations, at least 4 sessions. The study's `order` says which comes first:
 "abab" (without first, the paper's), "baba" (with first) or "counterbalanced" (the default: half of each
 arm each way, drawn with the arm by the study's seeded blocked randomization, game/assignment.py). The
@@ -14,6 +14,8 @@ A study is a JSON file:
      "redirect_url": "https://..."}
 (no "seed": the server draws one when it creates the study, and stores and exports the study with it)
 A sanity check adds sham arms ("attention-shuffled", "nle-other", or combined: "attention+nle-other").
+An arm's modes are explainer names (explainers/registry.py): the built-ins, or a third-party explainer's
+entry point name or import path ("mypackage.module:MyExplainer"; docs/writing-an-explainer.md).
 Optional, each its own module: "checks" (a comprehension check after the instructions, attention checks
 between games, a colour-vision screen, demographics in the questionnaire: game/checks.py), "preregistration"
 (the rules fixed before data and their hash: game/preregistration.py, `exag preregister`) and
@@ -27,6 +29,8 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from explainers import registry
+
 from . import preregistration
 from .assignment import ORDERS, PLAYED
 from .checks import Checks, parse_checks
@@ -35,8 +39,8 @@ from .settings import GameSettings, settings_named
 # Sham modes, for sanity checks (explainers/sham.py): each image shows a real explainer's output for another
 # image of the same round, drawn and labelled like the real one. A study with a sham arm must find it
 # harmful, or the instrument is blind; the analysis keeps sham arms out of Table 1's "overall" rows.
-SHAM_MODES = ("attention-shuffled", "nle-other")
-MODES = ("attention", "relqa", "objscene", "nle", "introspect") + SHAM_MODES   # modes an arm can combine
+SHAM_MODES = registry.SHAM_NAMES
+MODES = registry.BUILTIN_NAMES   # the built-in modes an arm can combine (and any third-party explainer)
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
 KINDS = ("controlled", "at-will")
 COMPLETION_CODES = ("static", "per_participant")
@@ -47,15 +51,16 @@ def arm_modes(arm: str) -> tuple[str, ...]:
     if arm in NAMED_ARMS:
         return NAMED_ARMS[arm]
     modes = tuple(arm.split("+"))
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if not registry.is_name(m)]
     if unknown or not arm:
-        raise ValueError(f"unknown arm {arm!r}: use none, both, or modes from {', '.join(MODES)} joined by '+'")
+        raise ValueError(f"unknown arm {arm!r}: use none, both, or modes from {', '.join(MODES)} (or a third-party "
+                         "explainer's entry point or module:Class) joined by '+'")
     return modes
 
 
 def is_sham(arm: str) -> bool:
     """Whether an arm (or a mode) shows a sham explanation: such an arm is a sanity check, not a treatment."""
-    return any(mode in SHAM_MODES for mode in arm_modes(arm))
+    return any(registry.imitates(mode) for mode in arm_modes(arm))
 
 
 @dataclass(frozen=True)

@@ -3,25 +3,22 @@ workers do, server/worker.py): the server's own (ServerConfig.agent), and any ag
 (StudyConfig.agent: a shipped name or a checkpoint directory), checked to exist on first use. A round names
 its study's agent; a worker loads it on first use, with its own explainers.
 
-A participant can replay a public checkpoint on the images they are shown (README, "Threat model"); a
+A participant can replay a public checkpoint on the images they are shown (docs/threat-model.md); a
 paid study that must rule that out names a private checkpoint, and its rounds are answered by it.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import logging
 import threading
 from pathlib import Path
 
 from explainers import EXPLAINER_NAMES
+from vqa_agent.checkpoints import CHECKPOINT_FILES, resolve_agent_path
+from vqa_agent.checkpoints import checkpoint_fingerprint, is_shipped   # noqa: F401 - their old home, for one release
 
 from .rounds import RoundQueue
 
 log = logging.getLogger(__name__)
-CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "vqa_agent" / "checkpoints"   # shipped agents
-DEFAULT_AGENT = "medium"                                                              # what "default" means
-CHECKPOINT_FILES = ("config.json", "vocabulary.json", "model.safetensors")
 
 
 class AgentUnavailable(ValueError):
@@ -33,42 +30,6 @@ def agent_key(name: str | Path) -> str:
     name = str(name)
     path = Path(name)
     return str(path.resolve()) if name and path.exists() else name
-
-
-def checkpoint_dir(name: str | Path) -> Path:
-    """The agent's checkpoint directory, by the rules of vqa_agent.agent.resolve_agent_path (without
-    importing torch): a directory with config.json, or a shipped agent's name ("default" = DEFAULT_AGENT)."""
-    path = Path(name)
-    if (path / "config.json").exists():
-        return path
-    shipped = CHECKPOINT_DIR / (DEFAULT_AGENT if str(name) == "default" else str(name))
-    if (shipped / "config.json").exists():
-        return shipped
-    raise FileNotFoundError(f"no agent at {str(name)!r}: not a directory with config.json, nor a shipped agent")
-
-
-def is_shipped(name: str | Path) -> bool:
-    """Whether the agent is one of the shipped (public) checkpoints, whose replay the threat model warns of."""
-    try:
-        return checkpoint_dir(name).resolve().is_relative_to(CHECKPOINT_DIR.resolve())
-    except FileNotFoundError:
-        return False
-
-
-def checkpoint_fingerprint(name: str | Path) -> str:
-    """A short hash of the checkpoint's files (configuration, vocabulary, weights)."""
-    path = checkpoint_dir(name).resolve()
-    stamps = tuple((f, (path / f).stat().st_mtime_ns, (path / f).stat().st_size) for f in CHECKPOINT_FILES)
-    return _fingerprint(path, stamps)
-
-
-@functools.lru_cache(maxsize=32)
-def _fingerprint(path: Path, stamps: tuple) -> str:
-    digest = hashlib.blake2b(digest_size=8)
-    for name, _, _ in stamps:
-        digest.update(name.encode())
-        digest.update((path / name).read_bytes())
-    return digest.hexdigest()
 
 
 class AgentHandle:
@@ -105,7 +66,7 @@ class Agents:
             if key not in self._handles:
                 try:
                     for file in CHECKPOINT_FILES:
-                        if not (checkpoint_dir(name) / file).exists():
+                        if not (resolve_agent_path(name) / file).exists():
                             raise FileNotFoundError(f"the checkpoint has no {file}")
                 except OSError as error:   # a missing checkpoint: tried again next time
                     log.warning("agent %r could not be loaded: %s", name, error)

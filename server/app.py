@@ -1,9 +1,12 @@
-"""create_app(config): the Flask app with Socket.IO (async mode pinned to "threading"), wired to Redis
-(a URL, or a private redis-server started here) and the game pool. The web process runs no model and never
-imports torch: rounds go to inference workers through Redis (server/rounds.py, server/worker.py), which
-`exag serve` starts as processes, and tests as threads in this process (ServerConfig.inprocess_workers).
+"""create_app(config, live_report=None): the Flask app with Socket.IO (async mode pinned to "threading"),
+wired to Redis (a URL, or a private redis-server started here) and the game pool. The web process runs no
+model and never imports torch (server/torch_free.py): rounds go to inference workers through Redis
+(server/rounds.py, server/worker.py), which `exag serve` starts as processes, and tests as threads in this
+process (ServerConfig.inprocess_workers). `live_report(events, study_id) -> html` is the admin's live
+report; the caller passes it (`exag serve`: the analysis's, experiments/analysis/live.py), so that the web
+app does not import the analysis, which sits above it; without one the report page says it is unavailable.
 
-    app = create_app(ServerConfig(world="data/world"))
+    app = create_app(ServerConfig(world="data/world"), live_report=live_report)
     app.extensions["socketio"].run(app, host=..., port=...)   # what `exag serve` does
     app.extensions["exag"].close()
 """
@@ -17,14 +20,14 @@ from pathlib import Path
 from flask import Flask
 from flask_socketio import SocketIO
 
+from game.pool import GamePool
 from game.study import load_study
 
 from .agents import AgentHandle, Agents
-from .config import ServerConfig
+from .config import LiveReport, ServerConfig
 from .embedded_redis import EmbeddedRedis
 from .events import CpuAccount, Frame, message_queue, register
 from .play import Play
-from .pool import GamePool
 from .rating_task import RatingTask
 from .rounds import RoundQueue
 from .routes import FRONTEND, pages
@@ -47,6 +50,7 @@ class Services:
     agents: Agents | None = None     # the agents: the server's and those studies name
     workers: list = field(default_factory=list)   # in-process inference workers (ServerConfig.inprocess_workers)
     cpu: CpuAccount | None = None    # the web process's CPU per event (server/events.py)
+    live_report: LiveReport | None = None   # the admin's live report (None: unavailable)
 
     def close(self) -> None:
         for worker in self.workers:
@@ -58,7 +62,7 @@ class Services:
             self.redis.stop()     # the owner of the embedded Redis (started or adopted) stops it
 
 
-def create_app(config: ServerConfig | None = None) -> Flask:
+def create_app(config: ServerConfig | None = None, live_report: LiveReport | None = None) -> Flask:
     config = config or ServerConfig()
     embedded = None
     url = config.redis_url
@@ -93,7 +97,8 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         if embedded is not None:
             embedded.stop()
         raise
-    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents, workers, cpu)
+    app.extensions["exag"] = Services(config, store, pool, worker, play, rating, embedded, agents, workers, cpu,
+                                      live_report)
     app.extensions["socketio"] = socketio
     return app
 
@@ -101,11 +106,9 @@ def create_app(config: ServerConfig | None = None) -> Flask:
 def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
     """An inference worker as a thread of this process, on the same streams as `exag worker` (tests); it
     imports torch, so a web process that must stay torch-free runs none (inprocess_workers=0)."""
-    from .inference import BatchSettings
     from .worker import Worker, WorkerConfig
     return Worker(WorkerConfig(redis_url, config.world, config.data_dir, config.agent, config.worker_device,
-                               config.inference_threads, config.explainer_options,
-                               BatchSettings(config.max_batch_rounds, config.max_wait_ms, config.batch_invariant),
+                               config.inference_threads, config.explainer_options, config.batch,
                                progress=config.progress, name=f"inprocess-{number}-{secrets.token_hex(3)}")).start()
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .inference import BatchSettings   # torch-free: its explainers and torch load with a Predictor
+
 REPO = Path(__file__).resolve().parent.parent
+LiveReport = Callable[[list[dict], str], str]   # create_app's live report: (event log, study id) -> its page's HTML
 
 
 @dataclass
@@ -25,10 +29,11 @@ class ServerConfig:
     secret_key: str = ""               # Flask session key; "" = random per process
     # explainers: options per explainer name, passed to load_explainer
     explainer_options: dict[str, dict] = field(default_factory=dict)
-    # inference batching (LitServe-style: one place, next to the predict step in inference.py)
-    max_batch_rounds: int = 8          # game rounds answered in one agent call
-    max_wait_ms: float = 5.0           # how long a round waits for others to batch with
-    batch_invariant: bool = False      # each round computed alone, bit-identical however batched (inference.py)
+    # inference batching: what the inference workers are started with; the defaults and their meaning are
+    # BatchSettings' (LitServe-style: in one place, next to the predict step in inference.py)
+    max_batch_rounds: int = BatchSettings.max_batch_rounds
+    max_wait_ms: float = BatchSettings.max_wait_ms
+    batch_invariant: bool = BatchSettings.batch_invariant
     inference_threads: int = 1         # torch CPU threads: one keeps tail latency low beside the web threads
     # flood control, per connection: a token bucket (server/throttle.py; docs/protocol.md, "Refusals and
     # limits"). A real page sends one message at a time and waits for its answer, and fetches each earlier
@@ -61,3 +66,7 @@ class ServerConfig:
             self.secret_key = os.environ.get("EXAG_SECRET_KEY") or secrets.token_hex(32)
         if self.redis_url is None:
             self.redis_url = os.environ.get("REDIS_URL") or None
+
+    @property
+    def batch(self) -> BatchSettings:
+        return BatchSettings(self.max_batch_rounds, self.max_wait_ms, self.batch_invariant)

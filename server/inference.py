@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import explainers   # its explainers (and torch) load when a Predictor is made, not when this is imported
+from explainers import registry
 
 if TYPE_CHECKING:
-    from explainers import Explainer, Explanation
+    from explainers import Explanation
     from vqa_agent.agent import AgentOutput, VQAAgent
 
 log = logging.getLogger(__name__)
@@ -73,26 +74,24 @@ class Predictor:
         self.agent = agent
         self.batch_invariant = batch_invariant
         agent.batch_invariant = batch_invariant      # features of each image alone: the same whatever came with it
-        self.explainers: dict[str, Explainer] = {}
-        self.unavailable: dict[str, str] = {}        # explainer name -> why it could not be loaded
-        for name, cls in explainers.EXPLAINERS.items():
-            imitates = getattr(cls, "imitates", None)   # a sham (explainers/sham.py) shares the explainer it imitates
-            try:
-                if imitates:
-                    if imitates not in self.explainers:
-                        raise ValueError(f"it shows the {imitates} explainer's output, and that one is unavailable")
-                    self.explainers[name] = cls(agent, explainer=self.explainers[imitates])
-                else:
-                    options = (explainer_options or {}).get(name, {})
-                    self.explainers[name] = explainers.load_explainer(name, agent, **options)
-            except (OSError, ValueError, KeyError) as error:
-                self.unavailable[name] = str(error)
-                log.warning("explainer %s is unavailable: %s", name, error)
+        self.options = explainer_options or {}
+        # explainer name -> the loaded explainer, or why it could not be loaded (a sham shares the explainer it
+        # imitates: explainers/registry.py); third-party explainers are loaded when a round first names them
+        self.explainers, self.unavailable = registry.load_explainers(agent, registry.BUILTIN_NAMES, self.options)
+        for name, why in self.unavailable.items():
+            log.warning("explainer %s is unavailable: %s", name, why)
 
     def check(self, request: RoundRequest) -> None:
         """Refuses (ValueError, the text for the player) a round that must not join a batch: unknown or
         unavailable explainers, a question the agent cannot read (QuestionError)."""
-        missing = [n for n in request.for_every_image + request.for_the_secret if n not in self.explainers]
+        names = request.for_every_image + request.for_the_secret
+        for name in dict.fromkeys(n for n in names if n not in self.explainers and n not in self.unavailable):
+            loaded, unavailable = registry.load_explainers(self.agent, [name], self.options, self.explainers)
+            self.explainers.update(loaded)
+            self.unavailable.update(unavailable)
+            for why in unavailable.values():
+                log.warning("explainer %s is unavailable: %s", name, why)
+        missing = [n for n in names if n not in self.explainers]
         if missing:
             raise ValueError(f"explainers not available: {', '.join(missing)}")
         self.agent.vocabulary.check(request.question)

@@ -1,4 +1,4 @@
-"""The rating task for independent raters (RESEARCH.md 1): each item is the secret image of a finished
+"""The rating task for independent raters (docs/research.md §1): each item is the secret image of a finished
 game, a question, the agent's answer and one explanation of the secret image; three different raters
 rate the explanation on the 5-point correctness scale and the answer on the 3-point scale.
 

@@ -102,7 +102,7 @@ class RoundQueue:
         self._published: tuple[float, dict] = (0.0, {})
 
     def submit(self, job: RoundJob, slow: bool = False) -> dict:
-        """The job's result (a dict, see server/worker.py `finish_round`); RoundError with the worker's
+        """The job's result (a dict, see server/respond.py `finish_round`); RoundError with the worker's
         message when the round was refused, RoundTimeout when no worker answered in time. Returns or raises
         within the queue's timeout (plus one Redis round trip), whatever Redis does meanwhile."""
         job.deadline = time.time() + self.timeout_s

@@ -1,5 +1,6 @@
 """HTTP routes: the game and rating pages, game images, the raters' API, the admin pages (behind the
-admin token), export downloads and /healthz. Admin pages are server-rendered and refresh themselves."""
+admin token), export downloads and /healthz. Admin pages are server-rendered and refresh themselves; the
+live report is whatever function `create_app` was given (the web app does not import the analysis)."""
 from __future__ import annotations
 
 import hmac
@@ -10,21 +11,21 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template_string, request, send_file
+from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template, request, send_file
 
 from game.checks import CHECK_FLAGS
+from game.export import FORMATS, write_export
 from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig
 
 from . import browser
-from .export import FORMATS, write_export
-from .play import STAGES
+from .participation import STAGES
 from .rating_task import RatingError
 from .schemas import ID
 from .study_check import check_study, check_unchanged, paid_study_warnings
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
-pages = Blueprint("pages", __name__)
+pages = Blueprint("pages", __name__, template_folder="templates")   # the admin pages (Jinja)
 
 
 def services():
@@ -76,6 +77,20 @@ def healthz():
     ok = s.store.ping()
     return jsonify({"ok": ok, "redis": ok, "agent": s.config.agent, "world": str(s.config.world),
                     "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
+
+
+# --- the explainer table -----------------------------------------------------------------------------
+
+@pages.get("/api/explainers")
+def explainer_table():
+    """What the page shows of each explainer (explainers/registry.py page_table: kind, label, the
+    instructions' line): the built-ins, and those `?study=` shows (third-party explainers included)."""
+    from explainers.registry import BUILTIN_NAMES, page_table
+    from game.study import explainers_of
+    study_id = request.args.get("study", "")
+    found = services().store.study(study_id) if ID.fullmatch(study_id) else None
+    shown = [name for arm in found[0].arms for name in explainers_of(found[0], arm)] if found else []
+    return jsonify(page_table([*BUILTIN_NAMES, *shown]))
 
 
 # --- the rating task -------------------------------------------------------------------------------
@@ -161,66 +176,10 @@ def _quality(participant: dict) -> dict:
     played = [PlayedGame(len(state.rounds), record["finished"] - record["started"] if record.get("finished") else None)
               for state, record in games]
     flags = quality_flags(played, [r.rating for state, _ in games for r in state.rounds if r.rating])
-    checks = participant.get("checks", {})     # failed participant checks (server/play.py names them as flags)
+    checks = participant.get("checks", {})     # failed participant checks (server/check_stages.py names them as flags)
     flags["flags"] = "+".join(filter(None, [flags["flags"], *(name for name in CHECK_FLAGS if checks.get(name))]))
     return flags
 
-
-ADMIN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG admin</title>
-<meta http-equiv="refresh" content="10"><style>
-body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0 1.5em}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}.closed{color:#999}
-form.inline{display:inline}textarea{width:100%;font-family:monospace}.warn{color:#a40000}</style></head><body>
-<h1>ExAG admin</h1>
-<p>Export all events: {% for f in formats %}<a href="/admin/export.zip?format={{f}}">{{f}}</a> {% endfor %}
- &middot; <a href="/admin/monitor.json">monitor.json</a> &middot; <a href="/healthz">healthz</a></p>
-{% for s in monitor %}
-<h2 class="{{s.status}}">{{s.study.study_id}} <small>({{s.study.kind}}, {{s.status}})</small></h2>
-<form class="inline" method="post" action="/admin/studies/{{s.study.study_id}}/{{ 'close' if s.status == 'open' else 'open' }}">
-<button>{{ 'Close' if s.status == 'open' else 'Open' }} study</button></form>
-<a href="/?study={{s.study.study_id}}">participant link</a> (add &amp;PROLIFIC_PID=... or &amp;pid=...)
-&middot; <a href="/admin/report?study={{s.study.study_id|urlencode}}">live report</a> (Table 1, figures 5-10, from the games so far)
-<p>Stages: {% for k, v in s.stages.items() %}{{k}} {{v}} &middot; {% endfor %}</p>
-{% for w in s.warnings %}<p class="warn"><b>Warning:</b> {{w}}</p>{% endfor %}
-{% if s.study.preregistration.sha256 %}<p>Pre-registered: sha256 <code>{{s.study.preregistration.sha256[:12]}}</code>,
-exclusions {{ s.study.preregistration.exclusions|join(', ') or 'none' }}, primary test
-{{s.study.preregistration.primary}} (its rules cannot change now)</p>{% endif %}
-<p>Effort flags among the {{s.participants|length}} latest participants: {% for k, v in s.effort.items() %}{{k}} {{v}}
-&middot; {% else %}none {% endfor %}(each participant's below)</p>
-<table><tr><th>arm</th><th>participants</th><th>games</th><th>wins</th><th>win rate</th>
-<th>without expl.</th><th>with expl.</th></tr>
-{% for a in s.arms %}<tr><td>{{a.arm}}</td><td>{{a.participants}}</td><td>{{a.games}}</td><td>{{a.wins}}</td>
-<td>{{ '%.0f%%' % (100 * a.win_rate) if a.win_rate is not none else '-' }}</td>
-<td>{{ '%.0f%%' % (100 * a.win_rate_without) if a.win_rate_without is not none else '-' }}</td>
-<td>{{ '%.0f%%' % (100 * a.win_rate_with) if a.win_rate_with is not none else '-' }}</td></tr>{% endfor %}</table>
-<details><summary>Latest participants</summary><table><tr><th>participant</th><th>arm</th><th>stage</th>
-<th>game</th><th>last seen (s ago)</th><th title="for preregistered exclusions: games without questions,
-games under 10 s, the same rating every round">quality flags</th><th>browser</th></tr>
-{% for p in s.participants %}<tr><td>{{p.pid}}</td><td>{{p.arm}}</td><td>{{p.stage}}</td><td>{{p.game_number + 1}}</td>
-<td>{{ '%.0f' % (now - p.last_seen) }}</td><td>{{ p.quality.flags or '-' }}</td>
-<td>{% if p.binding %}<form class="inline" method="post" action="/admin/release"><input type="hidden" name="study"
-value="{{s.study.study_id}}"><input type="hidden" name="participant" value="{{p.pid}}"><button
-title="let the next join from another browser or session take over">Release</button></form>
-{% else %}released{% endif %}</td></tr>{% endfor %}</table></details>
-{% endfor %}
-<h2>Create a study</h2>
-<form method="post" action="/admin/studies"><p>Study config (JSON; fields: study_id, kind (controlled | at-will), arms,
-sessions, games_per_session, completion_code, redirect_url, nle, choose_arm, settings, title, agent (a checkpoint
-directory on this server or a shipped name; empty = the server's agent), order (abab | baba | counterbalanced, the
-default: which half of each arm starts with explanations), seed (of the arm assignment; leave it out and the server
-draws one), checks (participant checks: comprehension, colour_screen, attention, demographics, screen_out;
-see game/checks.py), completion_codes (static | per_participant: a code only that participation earns, in the
-export), preregistration (as `exag preregister` wrote it into the study file; its rules cannot change later)):</p>
-<textarea name="config" rows="8">{{example}}</textarea><p><button>Create</button></p></form>
-<h2>Participants and raters</h2>
-<form method="post" action="/admin/release"><p>A participant who changed device: study <input name="study" size="12">
-participant <input name="participant" size="24" placeholder="prolific:ID, mturk:ID or pid:ID">
-<button>Release</button> (their next join, from any browser, takes the participation over)</p></form>
-<form method="post" action="/admin/raters"><p>Rater links: rater ids <input name="raters" size="40"
-placeholder="rater-1 rater-2 ..."> <button>Issue links</button>
-(one link per rater; one browser rates as one rater)</p></form>
-{% if message %}<p><b>{{message}}</b></p>{% endif %}
-</body></html>"""
 
 EXAMPLE_STUDY = json.dumps({"study_id": "pilot-1", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"],
                             "sessions": 4, "games_per_session": 5, "completion_code": "C0DE1234",
@@ -230,8 +189,8 @@ EXAMPLE_STUDY = json.dumps({"study_id": "pilot-1", "kind": "controlled", "arms":
 def _admin_page(message: str = "", status: int = 200):
     import time
 
-    response = Response(render_template_string(ADMIN_PAGE, monitor=_monitor(), formats=FORMATS, now=time.time(),
-                                               example=EXAMPLE_STUDY, message=message), status)
+    response = Response(render_template("admin.html", monitor=_monitor(), formats=FORMATS, now=time.time(),
+                                        example=EXAMPLE_STUDY, message=message), status)
     response.set_cookie("exag_admin", services().config.admin_token, httponly=True, samesite="Strict")
     return response
 
@@ -297,48 +256,16 @@ def release_participant():
 
 @pages.get("/admin/report")
 def admin_report():
-    """The analysis report (`exag analyze`'s report.html) of one study, built from the live event log, so
-    the researcher watches the effect form while the study runs; it reloads itself every minute."""
+    """The analysis report (`exag analyze`'s report.html) of one study, built from the live event log by the
+    function `create_app` was given (`exag serve` gives experiments/analysis/live.py's); it reloads itself."""
     _admin()
     study_id = request.args.get("study", "")
     if not ID.fullmatch(study_id) or services().store.study(study_id) is None:
         abort(404)
-    return Response(_live_report(study_id), mimetype="text/html")
-
-
-LIVE_REPORT_REFRESH_S = 60
-
-
-def _live_report(study_id: str) -> str:
-    # the analysis (pandas, statsmodels, matplotlib) loads on the first report, not with the server
-    from experiments.analysis.data import AnalysisError, Tables
-    from experiments.analysis.figures import draw_figures
-    from experiments.analysis.html import render_html
-    from experiments.analysis.report import analyze
-
-    from .export import tables
-
-    source = f"the live event log (study {study_id})"
-    frames = tables(list(services().store.events()))
-    try:
-        live = Tables.from_frames(frames, source)
-        live = live.only([study_id]) if study_id in live.study_ids() else None
-    except AnalysisError:                         # not expected of the export's own tables; report it empty
-        live = None
-    if live is None:                              # no game yet: the report builds, empty, and says so
-        live = Tables.from_frames({name: frame.iloc[0:0] for name, frame in frames.items()}, source,
-                                  notes=[f"study {study_id} has no games yet"])
-    report = analyze(live)
-    with tempfile.TemporaryDirectory(prefix="exag-live-report-") as tmp:
-        return render_html(report, draw_figures(report, tmp), title=f"ExAG live report: {study_id}",
-                           refresh_s=LIVE_REPORT_REFRESH_S)
-
-
-RATER_LINKS_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ExAG rater links</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em}textarea{width:100%;font-family:monospace}</style></head><body>
-<h1>Rater links</h1><p>Give each rater their own link; whoever has a link can rate as that rater.</p>
-<textarea rows="{{links|length + 1}}" readonly>{% for rater, link in links.items() %}{{rater}}	{{link}}
-{% endfor %}</textarea><p><a href="/admin">Back to the admin page</a></p></body></html>"""
+    live_report = services().live_report
+    if live_report is None:
+        return Response(render_template("no_live_report.html", study=study_id), mimetype="text/html")
+    return Response(live_report(list(services().store.events()), study_id), mimetype="text/html")
 
 
 @pages.post("/admin/raters")
@@ -355,7 +282,7 @@ def issue_rater_links():
     links = {r: base + services().rating.link(r) for r in dict.fromkeys(raters)}
     if request.is_json or request.accept_mimetypes.best == "application/json":
         return jsonify({"links": links})
-    return render_template_string(RATER_LINKS_PAGE, links=links)
+    return render_template("rater_links.html", links=links)
 
 
 @pages.get("/admin/export.zip")

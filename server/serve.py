@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from flask import Flask
 
-from .config import ServerConfig
+from .config import LiveReport, ServerConfig
 from .embedded_redis import EmbeddedRedis
 
 DEFAULT_WEB_THREADS = 1000    # an open websocket holds one thread of the pool: at least the players at once, and more
@@ -54,21 +54,23 @@ def redis_for(config: ServerConfig) -> Iterator[EmbeddedRedis | None]:
 
 
 def run_web(config: ServerConfig, dev: bool = False, threads: int | None = None, log_requests: bool = False,
-            trusted_proxies: int = 0, ready: Callable[[Flask], None] | None = None) -> int:
+            trusted_proxies: int = 0, ready: Callable[[Flask], None] | None = None,
+            live_report: LiveReport | None = None) -> int:
     """Serves the game on config.host:config.port until stopped; returns the exit status. `ready(app)` is
     called once the app answers (in the worker process). `trusted_proxies`: how many proxies in front set
-    X-Forwarded-For, so a client's address (the per-address connection limit) is its own, not the proxy's."""
-    make_app = _app_factory(config, trusted_proxies)
+    X-Forwarded-For, so a client's address (the per-address connection limit) is its own, not the proxy's.
+    `live_report`: the admin's live report, handed to `create_app`."""
+    make_app = _app_factory(config, trusted_proxies, live_report)
     if dev:
         return _run_werkzeug(config, make_app, log_requests, ready)
     return _run_gunicorn(config, make_app, threads or DEFAULT_WEB_THREADS, log_requests, ready)
 
 
-def _app_factory(config: ServerConfig, trusted_proxies: int) -> Callable[[], Flask]:
+def _app_factory(config: ServerConfig, trusted_proxies: int, live_report: LiveReport | None) -> Callable[[], Flask]:
     def make_app() -> Flask:
         from .app import create_app
 
-        app = create_app(config)
+        app = create_app(config, live_report)
         if trusted_proxies:
             from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -5,12 +5,9 @@ to the stream `exag:events`, so an event is durable (append-only file, fsync alw
 player is answered, and no reader ever sees a state without its event. Actions of one participant are
 serialised by a Redis lock, so any number of server processes can share one Redis.
 
-The lock lives LOCK_TIMEOUT_S and is renewed while its holder works, so a crashed holder's lock is gone
-within seconds; one thread per Store renews all the locks held in its process (a thread per message cost
-more CPU than the message), never past LOCK_MAX_HOLD_S after the lock was taken (a holder hung on a lost
-reply frees the participant then), and a release never waits for it. A commit can release its caller's
-lock in its own transaction (`commit(release=...)`): with the append-only file's fsync on every write,
-each write is a wait. When Redis goes away (the embedded one is restarted from its append-only file),
+The locks (server/locks.py) live seconds unless their holder is alive and working. A commit can release
+its caller's lock in its own transaction (`commit(release=...)`): with the append-only file's fsync on every
+write, each write is a wait. When Redis goes away (the embedded one is restarted from its append-only file),
 every command waits for it with the client's retries (RECONNECT_TRIES, about 10 s), and a commit whose
 reply was lost is not applied twice: its transaction also sets a mark, which says whether it ran.
 
@@ -24,38 +21,29 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import secrets
-import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Callable, Iterator
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import LockError
 from redis.lock import Lock
 from redis.retry import Retry
 
 from game.state import GameState
 from game.study import StudyConfig
 
+from .locks import LOCK_TIMEOUT_S, LOCK_WAIT_S, Held, Locks   # noqa: F401 - LOCK_*: also read from here
+
 EVENTS = "exag:events"
 DIAGNOSTICS = "exag:diagnostics"   # refusals and other diagnostics: capped, never read by the export
-LOCK_TIMEOUT_S = 6         # a crashed holder's lock expires after this ...
-LOCK_RENEW_S = 2           # ... while a live holder renews it this often ...
-LOCK_MAX_HOLD_S = 45       # ... but never longer than this in all: longer than any message's work (a round's
-                           # reply is waited for at most ServerConfig.round_timeout_s, 30 s), so only a hung holder
-                           # loses its lock, and its participant waits at most this long
-LOCK_WAIT_S = 10           # how long a participant's next message waits for the previous one
 RECONNECT_TRIES = 22       # a lost connection is tried again after 0.1, 0.2, 0.4, then every 0.5 s: ~10 s in all
 COMMIT_MARK_S = 120        # how long a commit's mark says that it ran (longer than any reconnection)
 MAX_CONNECTIONS = 4096     # per client; redis-py's default of 100 ran out at ~100 players, as every round in
                            # flight holds a connection for its BLPOP (the reply)
 COMMIT_ATTEMPTS = 3        # a commit is sent again at most twice after a lost connection
 STUDIES_PARSED = 64        # stored study texts kept parsed (more are parsed again)
-log = logging.getLogger(__name__)
 
 
 def _json(value) -> str:
@@ -85,14 +73,6 @@ class StoredJSON(dict):
         self.text = text
 
 
-@dataclass(eq=False)
-class Held:
-    """A lock this process holds (what `Store.lock` yields)."""
-    lock: Lock
-    taken: float                 # time.monotonic() when it was taken
-    released: bool = False       # by a commit (`Store.commit(release=...)`)
-
-
 class Store:
     def __init__(self, client: redis.Redis, once: redis.Redis | None = None) -> None:
         """once: a client that never retries by itself, for commits (they check their mark instead of
@@ -100,10 +80,7 @@ class Store:
         self.redis = client
         self._once = once or client
         self._studies: dict[str, tuple[StudyConfig, str]] = {}   # stored text -> (config, status)
-        self._held: set[Held] = set()                              # locks held in this process (the renewer's)
-        self._held_mutex = threading.Lock()
-        self._renewer: threading.Thread | None = None
-        self._closed = threading.Event()
+        self.locks = Locks(client)                                  # the participants' locks this process holds
 
     @classmethod
     def connect(cls, url: str) -> "Store":
@@ -114,7 +91,7 @@ class Store:
                    once=client(Retry(NoBackoff(), 0)))
 
     def close(self) -> None:
-        self._closed.set()
+        self.locks.close()
         self.redis.close()
         if self._once is not self.redis:
             self._once.close()
@@ -212,60 +189,10 @@ class Store:
         """Serialises one participant's actions (LockError when the previous one holds it too long)."""
         return self.lock(f"{study_id}:{pid}")
 
-    @contextmanager
-    def lock(self, name: str) -> Iterator[Held]:
-        """The Redis lock `exag:lock:NAME`, renewed every LOCK_RENEW_S while the block runs, so that it
-        outlives slow work (inference) but not a crashed holder: that one's lock is gone after LOCK_TIMEOUT_S.
-        It is renewed for LOCK_MAX_HOLD_S at most: a block that runs longer no longer holds it after that.
-        Yields the Held lock: a block whose last write is a commit has it released by that commit
-        (`commit(release=(held,))`), one write fewer (each waits for an fsync of the append-only file)."""
-        lock = self.redis.lock(f"exag:lock:{name}", timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_WAIT_S,
-                               thread_local=False)      # the renewing thread uses the holder's token
-        if not lock.acquire():
-            raise LockError(f"could not take the lock {name} within {LOCK_WAIT_S} s")
-        held = Held(lock, time.monotonic())
-        self._hold(held)
-        try:
-            yield held
-        finally:
-            with self._held_mutex:      # the renewer may be renewing it right now: a release never waits for that
-                self._held.discard(held)
-            if not held.released:
-                try:
-                    lock.release()
-                except LockError:   # it expired (Redis was away, or it was held past LOCK_MAX_HOLD_S): the work is done
-                    log.warning("the lock %s had expired before it was released", name)
-
-    def _hold(self, held: Held) -> None:
-        """Hands a lock just taken to the renewer (started with the first lock: a web process forks first)."""
-        with self._held_mutex:
-            self._held.add(held)
-            if self._renewer is None or not self._renewer.is_alive():
-                self._renewer = threading.Thread(target=self._renew_held, name="lock renewer", daemon=True)
-                self._renewer.start()
-
-    def _renew_held(self) -> None:
-        """Every LOCK_RENEW_S, sets each held lock to expire LOCK_TIMEOUT_S from now, or at LOCK_MAX_HOLD_S after
-        it was taken if that comes first; a lock that reached its last renewal is renewed no more."""
-        while not self._closed.wait(LOCK_RENEW_S):
-            now = time.monotonic()
-            with self._held_mutex:
-                held = list(self._held)
-            for one in held:
-                ttl = min(LOCK_TIMEOUT_S, one.taken + LOCK_MAX_HOLD_S - now)
-                if ttl < LOCK_TIMEOUT_S:
-                    with self._held_mutex:
-                        self._held.discard(one)
-                    log.warning("the lock %s has been held for %.0f s: it is renewed no more and expires in %.1f s",
-                                one.lock.name, now - one.taken, max(ttl, 0))
-                if ttl <= 0:
-                    continue
-                try:
-                    one.lock.extend(ttl, replace_ttl=True)
-                except LockError:   # released (or expired and taken by another) since `held` was read: not ours
-                    pass
-                except redis.RedisError as error:
-                    log.warning("could not renew the lock %s: %s", one.lock.name, error)
+    def lock(self, name: str):
+        """The Redis lock `exag:lock:NAME`, held while the block runs (server/locks.py `Locks.lock`); it yields
+        the Held lock, which a commit can release (`commit(release=(held,))`)."""
+        return self.locks.lock(name)
 
     # --- games ------------------------------------------------------------------------------------
 
@@ -347,9 +274,7 @@ class Store:
                 pipe.eval(Lock.LUA_RELEASE_SCRIPT, 1, held.lock.name, held.lock.local.token)
         self.transaction(write)
         for held in release:
-            held.released = True
-            with self._held_mutex:
-                self._held.discard(held)
+            self.locks.released(held)
 
     def transaction(self, write: Callable) -> None:
         """Runs write(pipe)'s commands as one MULTI/EXEC, exactly once: when the connection breaks and

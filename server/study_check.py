@@ -12,18 +12,20 @@ from pathlib import Path
 
 import numpy as np
 
+from explainers import registry
 from game.image_sets import choose_image_set
+from game.pool import GamePool
 from game.settings import settings_named
 from game.study import StudyConfig, explainers_of, load_study
+from vqa_agent.checkpoints import is_shipped
 
-from .agents import Agents, is_shipped
-from .pool import GamePool
+from .agents import Agents
 from .store import Store
 
-# README, "Threat model", in one sentence, and what to do about it
+# docs/threat-model.md, in one sentence, and what to do about it
 THREAT_MODEL = ("The shipped agents are public: a participant's program can replay the same checkpoint on a game's "
-                "images and, after one bought at-will round, find the secret almost every time (README, "
-                "\"Threat model\").")
+                "images and, after one bought at-will round, find the secret almost every time "
+                "(docs/threat-model.md).")
 PRIVATE_AGENT = ("Train a private agent, e.g. `exag train agent --preset medium --world data/world --out "
                  "/srv/agents/private-medium`, and name it in the study: \"agent\": \"/srv/agents/private-medium\".")
 
@@ -36,10 +38,9 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
                          f"this server's pool has {len(pool)} images")
     worker = agents.worker(study.agent)          # AgentUnavailable (a ValueError) says why not
     shown = sorted({name for arm in study.arms for name in explainers_of(study, arm)})
-    unknown = [name for name in shown if name not in worker.explainers and name not in worker.unavailable]
-    if unknown:
-        raise ValueError(f"unknown explainer(s) {', '.join(unknown)}; this server has "
-                         f"{', '.join(sorted(worker.explainers))}")
+    for name in shown:      # not built in: a third-party explainer, imported and checked (ValueError says why not)
+        if name not in worker.explainers and name not in worker.unavailable:
+            registry.entry(name)
     missing = [name for name in shown if name in worker.unavailable]
     if missing:
         raise ValueError(f"the {', '.join(missing)} explainer could not be loaded on this server: "

@@ -1,7 +1,8 @@
 """An inference worker: reads game rounds from the Redis streams (server/rounds.py), batches them across
-games, runs the agent and the explainers (server/inference.py), grades the answer and every explanation
-against the pool's ground truth, builds the player-safe view and the event-log entries, and writes each
-job's result exactly once.
+games, runs the agent and the explainers (server/inference.py), makes of each round what the web process
+needs (server/respond.py: grades against the pool's ground truth, the player-safe view, the event-log
+entries), and writes each job's result exactly once. `exag serve` runs a machine's workers as processes
+(server/processes.py).
 
     exag worker --redis-url redis://host:6379/0 [--world DIR] [--agent NAME] [--device auto|cpu|cuda] [--threads T]
 
@@ -25,8 +26,6 @@ the grading and the result's write.
 """
 from __future__ import annotations
 
-import argparse
-import functools
 import json
 import logging
 import os
@@ -37,12 +36,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import redis
+from game.pool import GamePool
 
-from .inference import BatchSettings, Predictor, RoundRequest, RoundResult   # torch loads with a Predictor
-from .player_safe import for_player
-from .pool import GamePool
+from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
+from .respond import finish_round
 from .rounds import (FAST, GROUP, PREPARE, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
                      ensure_groups)
 
@@ -57,7 +55,6 @@ WARM_CHUNK = 4             # pool images looked at per idle step (~0.05 s on one
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
                            # default pool of 1,500 ~390 MB; a worker's RSS ~1.3 GB with it and every explainer)
 FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
-MASK_CACHE = 4096          # pool images whose instance masks a worker keeps for grading, as run lengths
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
@@ -264,32 +261,16 @@ class Worker:
         """Starts with what a worker of the same agent stored of the whole pool (~1 s), instead of looking at
         1,500 images again (~15 s of CPU, and until then a new game's first question pays for its images).
         Not when rounds must be batch-invariant: those features are computed image by image."""
-        agent = self.predictors[""].agent
         if self.config.batch.batch_invariant or self._warm_until < len(self.pool):
             return
-        for path in self.pool.features_paths(self.config.agent, Path(self.config.data_dir) / "cache"):
-            if not path.exists():
-                continue
-            try:
-                agent.load_seen(path)
-            except ValueError as error:
-                log.warning("%s; the pool's images are looked at again", error)
-                continue
+        if self.pool.load_features(self.config.agent, self.predictors[""].agent, Path(self.config.data_dir) / "cache"):
             self._warm_next = self._warm_until
             self._seen_stored = True
-            return
 
     def _store_pool_features(self) -> None:
         self._seen_stored = True
-        if self.config.batch.batch_invariant:
-            return
-        for path in self.pool.features_paths(self.config.agent, Path(self.config.data_dir) / "cache"):
-            try:
-                self.predictors[""].agent.save_seen(path)
-                log.info("stored what the agent sees of the pool in %s", path)
-                return
-            except OSError as error:
-                log.warning("could not store the pool's features at %s: %s", path, error)
+        if not self.config.batch.batch_invariant:
+            self.pool.store_features(self.config.agent, self.predictors[""].agent, Path(self.config.data_dir) / "cache")
 
     # --- jobs -------------------------------------------------------------------------------------
 
@@ -378,97 +359,7 @@ class Worker:
         return True
 
 
-def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
-    """What the web process needs of a round: the answer about the secret, its grade and the parsed
-    question (`graded`), the explanations to show (player-safe, keyed by image token) and to log (graded,
-    without pixel masks), and the round's inference figures."""
-    from explainers.grading import GroundTruth, grade_answer
-    from vqa_agent.world.parser import parse_program
-    from vqa_agent.world.programs import program_to_json
-
-    program = parse_program(job.question)
-    truths: dict[int, GroundTruth] = {}
-    explained = any(result.for_every_image) or bool(result.for_the_secret)
-
-    def truth(position: int) -> GroundTruth:
-        if position not in truths:
-            i = job.images[position]
-            # the answer's grade needs the scene only; an explanation's grade needs the objects' pixels too
-            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if explained else None)
-        return truths[position]
-
-    secret_output = result.outputs[job.secret]
-    graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
-              "answer": secret_output.answer, "probability": secret_output.probability,
-              "answered_by": secret_output.answered_by, "truth": truth(job.secret).answer,
-              "answer_grade": grade_answer(secret_output, truth(job.secret)).label}
-    view_every, logged = {}, []
-    for position, explanations in enumerate(result.for_every_image):
-        view_every[job.tokens[position]] = [for_player(e) for e in explanations]
-        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False)
-                   for e in explanations]
-    view_secret = [for_player(e) for e in result.for_the_secret]
-    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True)
-               for e in result.for_the_secret]
-    shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
-             if (job.for_every_image or job.for_the_secret) else None, "log": logged}
-    return {"answer": secret_output.answer, "graded": graded, "shown": shown,
-            "inference_ms": result.seconds * 1000, "batch_rounds": result.batch_rounds}
-
-
-def pool_masks(pool: GamePool, i: int) -> np.ndarray:
-    """A pool image's instance mask (object index, -1 background), int8: decoded from its PNG once (~0.3 ms),
-    then kept as run lengths (~10 KB an image, the whole pool ~15 MB) and expanded when a round grades
-    explanations of the image (~0.05 ms)."""
-    runs = _mask_runs(pool, i)
-    return np.repeat(runs[0], runs[1]).reshape(runs[2])
-
-
-@functools.lru_cache(maxsize=MASK_CACHE)
-def _mask_runs(pool: GamePool, i: int) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
-    masks = pool.masks(i).astype(np.int8)            # objects < 127
-    flat = masks.ravel()
-    starts = np.concatenate([[0], np.flatnonzero(flat[1:] != flat[:-1]) + 1])
-    lengths = np.diff(np.concatenate([starts, [flat.size]])).astype(np.int32)
-    return flat[starts], lengths, masks.shape
-
-
-def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool) -> dict:
-    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
-    (they are the agent's deterministic output and would make every event ~100 KB)."""
-    from explainers.grading import grade_explanation
-    payload = explanation.payload
-    if explanation.kind == "attention":
-        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
-    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
-            "is_secret": position == secret, "for_the_secret": for_secret,
-            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
-            "payload": payload}
-
-
-# --- `exag worker` ---------------------------------------------------------------------------------
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis-url", default=None, help="the game server's Redis (default: REDIS_URL)")
-    parser.add_argument("--data-dir", type=Path, default=Path("data/server"),
-                        help="the server's data directory (its cache holds the pool embeddings of a read-only world)")
-    parser.add_argument("--world", type=Path, default=None, help="the world the server's games draw from "
-                        "(default: data/world when built, else data/game-world)")
-    parser.add_argument("--agent", default="default", help="the server's agent (rounds that name no agent)")
-    parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu or cuda")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--max-batch-rounds", type=int, default=BatchSettings.max_batch_rounds)
-    parser.add_argument("--max-wait-ms", type=float, default=BatchSettings.max_wait_ms)
-    parser.add_argument("--batch-invariant", action="store_true",
-                        help="answer each round by calls of its own and look at each image alone, so that a round's "
-                             "result does not depend on the rounds batched with it (reproducible simulations; slower)")
-    parser.add_argument("--feature-cache", type=int, default=FEATURE_CACHE,
-                        help="pool images whose features stay in memory (default: the whole pool, ~0.25 MB each)")
-    parser.add_argument("--no-warm-pool", dest="warm_pool", action="store_false",
-                        help="do not look at the pool's images while idle (benchmarks)")
-    parser.add_argument("--explainer-options", default=None,
-                        help='JSON: options per explainer, e.g. \'{"nle": {"model": "DIR"}}\'')
-
+# --- `exag worker` (its arguments: server/commands.py) ---------------------------------------------
 
 def run_worker(config: WorkerConfig) -> int:
     """Runs one worker until SIGTERM or Ctrl-C; its pending jobs are then left for another to claim."""
@@ -482,76 +373,3 @@ def run_worker(config: WorkerConfig) -> int:
     finally:
         worker.close()
     return 0
-
-
-class WorkerProcesses:
-    """`exag serve`'s inference workers on this machine: `count` processes of `exag worker`, each restarted
-    when it dies (after RESTART_DELAY_S, longer while it keeps dying at start), all stopped by `stop()`.
-    They die with this process too (Linux: the parent-death signal)."""
-    RESTART_DELAY_S = 1.0
-    MAX_RESTART_DELAY_S = 30.0
-
-    def __init__(self, arguments: list[str], count: int) -> None:
-        import subprocess
-        import sys
-        self._popen = lambda: subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", *arguments],
-                                               preexec_fn=_die_with_parent)
-        self._procs = [self._popen() for _ in range(count)]
-        self._delays = [self.RESTART_DELAY_S] * count
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._supervise, name="exag-worker-supervisor", daemon=True)
-        self._thread.start()
-
-    @property
-    def pids(self) -> list[int]:
-        return [p.pid for p in self._procs]
-
-    def _supervise(self) -> None:
-        started = [time.monotonic()] * len(self._procs)
-        while not self._stopping.wait(0.5):
-            for i, proc in enumerate(self._procs):
-                if proc.poll() is None or self._stopping.is_set():
-                    continue
-                lived = time.monotonic() - started[i]
-                self._delays[i] = self.RESTART_DELAY_S if lived > 60 else \
-                    min(self._delays[i] * 2, self.MAX_RESTART_DELAY_S)
-                log.warning("inference worker %d (pid %d) ended with %s after %.0f s; restarting it in %.0f s",
-                            i, proc.pid, proc.returncode, lived, self._delays[i])
-                if self._stopping.wait(self._delays[i]):
-                    return
-                self._procs[i], started[i] = self._popen(), time.monotonic()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        self._stopping.set()
-        self._thread.join(timeout=5)
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + timeout_s
-        for proc in self._procs:
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except Exception:       # noqa: BLE001 - subprocess.TimeoutExpired: it would not stop
-                proc.kill()
-                proc.wait(timeout=5)
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG; Linux only)."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
-def worker_arguments(config, threads: int) -> list[str]:
-    """The `exag worker` arguments that serve the web process of this ServerConfig."""
-    arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
-                 "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
-                 "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
-    if config.batch_invariant:
-        arguments.append("--batch-invariant")
-    if config.explainer_options:
-        arguments += ["--explainer-options", json.dumps(config.explainer_options)]
-    return arguments

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
+from .checkpoints import CHECKPOINT_DIR, DEFAULT_AGENT, resolve_agent_path   # noqa: F401 - also read from here
 from .config import AgentConfig
 from .known_image import KnownImage
 from .run_lengths import mask_to_rle
@@ -35,8 +36,6 @@ from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Ob
 from .symbolic import PerceivedScene, answer_symbolically, perceive
 from .tokenizer import QuestionError, Vocabulary
 
-CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # agents shipped with the package, by name
-DEFAULT_AGENT = "medium"                                 # what "default" means
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
 FEATURE_CACHE_SIZE = 256   # images whose features stay in memory by default (SeenImage: ~0.26 MB each)
@@ -297,6 +296,22 @@ class VQAAgent:
     def dim(self) -> int:
         return self.config.channels[-1]
 
+    # --- what explainers may ask beyond answers (explainers/agent_interface.py, the Agent protocol) ---
+
+    @property
+    def question_dim(self) -> int:
+        """The size of a question embedding (AgentOutput.question_embedding, embed_texts)."""
+        return self.config.hidden
+
+    def fingerprint(self) -> str:
+        """Identifies the agent by its configuration and weights, wherever it was loaded from: explainers key
+        what they build for one agent by it (NLE models record it, RelQA caches its index under it)."""
+        digest = hashlib.blake2b(json.dumps(self.config.to_dict(), sort_keys=True).encode(), digest_size=16)
+        for key, value in sorted(self.model.state_dict().items()):
+            digest.update(key.encode())
+            digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        return digest.hexdigest()
+
     @torch.inference_mode()
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """The question encoder's vector of each text, [len(texts), hidden] float32: what the agent makes
@@ -479,17 +494,3 @@ def write_checkpoint(path: str | os.PathLike, write_weights, config: dict, vocab
         shutil.rmtree(path)
     os.replace(tmp, path)
     return path
-
-
-def resolve_agent_path(name_or_path) -> Path:
-    """A directory holding an agent, or the name of a shipped agent ("default" or a preset)."""
-    path = Path(name_or_path)
-    if (path / "config.json").exists():
-        return path
-    name = DEFAULT_AGENT if str(name_or_path) == "default" else str(name_or_path)
-    shipped = CHECKPOINT_DIR / name
-    if (shipped / "config.json").exists():
-        return shipped
-    available = sorted(p.name for p in CHECKPOINT_DIR.glob("*") if (p / "config.json").exists())
-    raise FileNotFoundError(f"no agent at {name_or_path!r}: not a directory with config.json, nor a shipped agent "
-                            f"(shipped: {', '.join(['default'] + available) if available else 'none yet'})")

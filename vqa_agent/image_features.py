@@ -1,7 +1,7 @@
 """Image embeddings for choosing how hard a game's image set is.
 
 The paper picks distractors by the L2 distance between VGG16 FC7 features of the images: the lower
-the mean distance from the secret image to the distractors, the harder the set (RESEARCH.md, section
+the mean distance from the secret image to the distractors, the harder the set (docs/research.md, section
 1). `ImageEmbedder` is that contract; `TorchvisionEmbedder` is the adapter for natural-image
 backbones, loading a torchvision VGG16 or ResNet from a local state-dict file (nothing is downloaded
 on these machines). `pairwise_l2` and `set_difficulty` turn embeddings into the difficulty measure.

@@ -1,5 +1,5 @@
 """`exag analyze`: from a study's exported logs to the paper's Table 1 and Figures 5-10, with
-participant-clustered statistics, rater agreement and the benchmarks beside them (RESEARCH.md 1, 7).
+participant-clustered statistics, rater agreement and the benchmarks beside them (docs/research.md §1, §7).
 
     from experiments.analysis import analyze, load_tables
     report = analyze(load_tables("export/"), bench_dir="bench/")

@@ -1,4 +1,4 @@
-"""At-will studies (RESEARCH.md 1): do games that use explanations win more, and does use grow with play?
+"""At-will studies (docs/research.md §1): do games that use explanations win more, and does use grow with play?
 
 - explanations_used: a game used explanations when at least one of its rounds had them (bought);
   win rate of those games vs the games that never used them. The paper's test is a two-proportion

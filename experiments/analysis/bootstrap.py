@@ -1,4 +1,4 @@
-"""The participant (cluster) bootstrap: intervals with the participant as the unit (RESEARCH.md 7).
+"""The participant (cluster) bootstrap: intervals with the participant as the unit (docs/research.md §7).
 
 Ratings, items and games repeat within participants, and a participant's skill moves all of their outcomes
 together, so an interval that counts rows as independent (Wilson, t) is too narrow when participants

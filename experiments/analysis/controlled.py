@@ -1,4 +1,4 @@
-"""Controlled studies: the paper's Table 1 and what a careful reading adds (RESEARCH.md 1 and 7).
+"""Controlled studies: the paper's Table 1 and what a careful reading adds (docs/research.md §1 and §7).
 
 Blocks as the study ran them: block b is session b-1, and sessions alternate in the participant's order
 (frames.py): "abab" plays odd blocks without explanations and even blocks with them (the paper's, and
@@ -129,7 +129,7 @@ def between_arms(games: pd.DataFrame) -> dict:
     """The overall_inc_none row's p-values, win rate and score, by re-drawing which participants are in the
     explanation arms (stats.relabel_test): its "with" games come from some participants only (the explanation
     arms' with-blocks) and its "without" games from all of them (every participant's other blocks), a contrast
-    between participants whose clustered bootstrap ran slightly liberal at 16 participants (README's null
+    between participants whose clustered bootstrap ran slightly liberal at 16 participants (docs/results.md's null
     calibration). Under a relabeling, the group's with-block games are the "with" games; the other blocks stay."""
     per = games.assign(within=(with_block(games) == 1) | (games["block"].isna() & (games["shows"] == 1)))
     per = per[per["within"]].groupby("cluster").agg(n=("won", "size"), won=("won", "sum"), score=("score", "sum"))

@@ -1,4 +1,4 @@
-"""How correct the explanations and answers were, and what that did to the games (RESEARCH.md 1).
+"""How correct the explanations and answers were, and what that did to the games (docs/research.md §1).
 
 The unit is an item: one explanation of a game's secret image in one round, as the independent raters
 see it. Each item has up to two correctness ratings on the 5-point scale: the raters' consensus (the

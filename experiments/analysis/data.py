@@ -5,10 +5,11 @@
     tables = load_tables("data/server")             # a server data directory: its Redis, exported on the fly
     tables = load_tables("redis://host:6379/0")     # a running Redis (redis://, rediss:// or unix://)
 
-The columns `exag export` writes (server/export.py) are the contract. A table or column the analysis
-uses but the input lacks costs only what needs it: `Tables.notes` names the file and column, the column
-is added empty, and the report says what it could not compute. Only input with nothing usable in it (no
-games table, or one that is not an export's) raises AnalysisError, with a message that says why.
+The columns `exag export` writes (game/export.py, where READ_BY_ANALYSIS names those read here) are the
+contract. A table or column the analysis uses but the input lacks costs only what needs it: `Tables.notes`
+names the file and column, the column is added empty, and the report says what it could not compute. Only
+input with nothing usable in it (no games table, or one that is not an export's) raises AnalysisError, with
+a message that says why.
 
 Types are made uniform here, whatever the format: identifiers are text, flags are floats (1.0 true,
 0.0 false, NaN unknown: CSV and JSONL lose booleans' types where a value is missing), numbers are floats.
@@ -21,61 +22,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from game.export import FORMULA_STARTS
+from game.export import READ_BY_ANALYSIS as COLUMNS     # what the analysis reads of each table (the contract)
+from game.export import TABLE_KEYS as KEYS              # without these a table is unusable
+from game.export import tables as export_tables
+
 FORMATS = ("parquet", "jsonl", "csv")        # tried in this order when a directory holds several
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
-SIMULATION_EXPORT = "export"     # `exag simulate --out DIR` writes DIR/export/ and DIR/summary.json (server/simulate)
+SIMULATION_EXPORT = "export"     # `exag simulate --out DIR` writes DIR/export/ and DIR/summary.json
 
-# What the analysis reads from each table, and what is lost without it (the note says so).
-COLUMNS: dict[str, dict[str, str]] = {
-    "games": {
-        "game_id": "", "study": "", "participant": "", "arm": "",
-        "game_number": "the order of a participant's games (adoption over plays)",
-        "session": "the block structure of controlled studies (Table 1 uses with_explanations instead, "
-                   "and has no group baseline)",
-        "setting": "the study's kind (controlled or at-will)",
-        "with_explanations": "which controlled games showed explanations",
-        "difficulty": "set difficulty by rating (Fig. 8)",
-        "score": "scores (Table 1)", "won": "win rates", "started": "the time order of games",
-    },
-    "rounds": {
-        "game_id": "", "round": "", "explained": "which games used explanations",
-        "answer_correct": "answer correctness (Fig. 10)", "answer_grade": "automatic answer grades",
-    },
-    "ratings": {
-        "game_id": "", "round": "", "rating": "helpfulness ratings (Figs. 6-8)",
-        "explained": "whether a rated round showed explanations",
-    },
-    "explanations": {
-        "game_id": "", "round": "", "explainer": "", "is_secret": "which explanations were of the secret image",
-        "grade": "automatic explanation grades",
-    },
-    "participants": {"study": "", "participant": "", "flags": "quality flags and exclusions"},
-    "rater_ratings": {
-        "game": "", "round": "", "explainer": "", "rater": "rater agreement",
-        "explanation_rating": "raters' explanation correctness", "answer_rating": "raters' answer correctness",
-    },
-    "problems": {},
-    "studies": {"study": "", "preregistration": "the pre-registration (its exclusions applied by default, its "
-                                                "primary test; experiments/analysis/preregistered.py)"},
-    "assignments": {"study": "", "participant": ""},     # each join's slot, arm and order (game/assignment.py)
-}
-KEYS = {"games": ("game_id",), "rounds": ("game_id", "round"), "ratings": ("game_id", "round"),
-        "explanations": ("game_id", "round", "explainer"), "participants": ("study", "participant"),
-        "rater_ratings": ("game", "round", "explainer"), "studies": ("study",),
-        "assignments": ("study", "participant")}   # without these a table is unusable
 TEXT = {"game_id", "study", "participant", "arm", "setting", "modes", "rating", "explainer", "kind", "grade",
         "answer_grade", "flags", "rater", "item", "game", "explanation_rating", "answer_rating", "question",
         "order"}      # a participant's order of blocks (abab | baba; games and participants tables)
 FLAGS = {"with_explanations", "won", "right", "explained", "answer_correct", "is_secret", "for_the_secret",
          "game_won", "straight_lined",
-         # participant checks (game/checks.py; server/export.py _check_result)
+         # participant checks (game/checks.py; game/export.py _check_result)
          "comprehension_passed", "comprehension_failed", "colour_screen_passed", "colour_screen_failed",
          "attention_failed"}
 NUMBERS = {"game_number", "session", "difficulty", "score", "started", "finished", "seconds", "questions", "round",
            "rating_score", "time", "games_without_questions", "fast_games", "cost", "spent", "inference_ms", "joined",
            "ask_to_answer_ms", "comprehension_failures", "colour_screen_correct", "colour_screen_plates",
            "attention_passed", "attention_total"}
-GUARDED = ("'=", "'+", "'-", "'@", "'\t", "'\r")     # CSV cells export kept from spreadsheets (server/export.py)
+GUARDED = tuple("'" + start for start in FORMULA_STARTS)   # CSV cells export kept from spreadsheets
 NO_RATER_DATA = "no rater data yet (the independent raters' task, /rate, has no ratings of these games)"
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "1.0", "yes"}, {"false", "0", "0.0", "no"}
 
@@ -287,8 +255,6 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _from_events(events: list[dict], source: str) -> Tables:
-    from server.export import tables as export_tables
-
     frames = export_tables(events)
     where = {name: f"{source} ({name})" for name in frames}
     return Tables.from_frames(frames, source, where, [] if events else [f"{source} holds no events"])

@@ -1,5 +1,5 @@
 """Set difficulty of won vs lost games, with vs without explanations (the paper's difficulty analysis,
-RESEARCH.md 1). Difficulty is the game's stored mean L2 feature distance from the secret to its
+docs/research.md §1). Difficulty is the game's stored mean L2 feature distance from the secret to its
 distractors (game/image_sets.py): lower = harder. If explanations help with hard sets, games won with
 explanations should include harder sets (lower distances) than games won without them, and a game's
 difficulty should decide its outcome less when explanations are shown.

@@ -32,7 +32,7 @@ DPI = 110
 PANEL_SIZE = (4.3, 3.5)           # inches per panel
 COLORS = ("#1f5fa8", "#d0672a", "#2f8f46", "#8e44ad", "#b03a48", "#6b6b6b", "#c9a227")
 BASELINE_COLOR = "#7a7a7a"
-# the paper's short names for the rating scales (RESEARCH.md 1)
+# the paper's short names for the rating scales (docs/research.md §1, the ExAG game)
 SHORT = {"Helping a lot": "Excellent", "Mostly helping": "Mostly Good", "Somewhat helpful": "Somewhat",
          "Not helping much": "Not Much", "Completely confusing": "Confusing",
          "Exactly on-point": "On-point", "Mostly on-point": "Mostly on-point", "Indifferent": "Indifferent",

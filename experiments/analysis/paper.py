@@ -1,4 +1,4 @@
-"""The paper's published numbers (Ray et al., HCOMP 2019; RESEARCH.md 1), to show beside ours.
+"""The paper's published numbers (Ray et al., HCOMP 2019; docs/research.md §1), to show beside ours.
 Rates are fractions, as everywhere in the report."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _row(mode: str, with_expl, no_expl, baseline, improvement, p: float) -> dict
 
 
 PAPER = {
-    "source": "Ray et al., HCOMP 2019: ExAG, Explanation-assisted GuessWhich (RESEARCH.md 1)",
+    "source": "Ray et al., HCOMP 2019: ExAG, Explanation-assisted GuessWhich (docs/research.md §1)",
     "controlled": {"n_participants": 69, "n_games": 1469, "table1": [
         _row("attention", (6.23, 66.67), (6.00, 64.92), (5.66, 62.10), (0.66, 5.52), 0.1),
         _row("relqa", (6.80, 71.48), (6.03, 64.54), (6.02, 65.45), (1.23, 10.33), 0.0019),

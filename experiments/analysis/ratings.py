@@ -1,4 +1,4 @@
-"""The players' helpfulness ratings (RESEARCH.md 1, Figs. 6-8).
+"""The players' helpfulness ratings (docs/research.md §1, Figs. 6-8).
 
 After every round the player rates how helpful it was, before knowing the outcome: Helping a lot (5,
 the paper's Excellent) ... Completely confusing (1). The unit here is a rating, and its outcome is its

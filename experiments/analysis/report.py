@@ -315,7 +315,7 @@ def _pooled(frames: Frames, per_study: dict, bench: dict | None, notes: list[str
 def methods(frames: Frames, exclusions: dict) -> str:
     blocks = sorted(int(b) for b in frames.games.loc[frames.games["kind"] == CONTROLLED, "block"].dropna().unique())
     parts = [
-        "Games count when finished; a win is a right guess with points left (RESEARCH.md 1).",
+        "Games count when finished; a win is a right guess with points left (docs/research.md §1).",
         (f"Controlled studies: block b is session b-1 (blocks {blocks[0]}-{blocks[-1]} here); participants of order "
          "abab play odd blocks without explanations and even blocks with them, those of order baba the other way "
          "round (a counterbalanced study randomizes half of each arm to each); 'with expl' pools the games that "

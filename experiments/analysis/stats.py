@@ -39,7 +39,7 @@ MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)pe
 Z_TEST = "two-proportion z-test (statsmodels proportions_ztest), games as independent"
 UNCALIBRATED_Z = ("z-test: the paper's two-proportion z-test, games as independent; it does not keep its level "
                   "(on simulated studies where explanations change nothing it calls up to 1 in 8 significant at "
-                  "0.05: README, 'Null calibration'), so it is here to compare with the paper, not to decide: read "
+                  "0.05: docs/results.md, 'Null calibration'), so it is here to compare with the paper, not to decide: read "
                   "the clustered and paired tests")
 GEE_LOGIT = ("odds ratio and its CI: GEE logistic regression (statsmodels), participants as clusters, exchangeable "
              "working correlation, robust standard errors; p-value: {wild}")

@@ -6,7 +6,7 @@ helpfulness rating per question, the explanations shown with their automatic gra
 independent raters for a share of the secret image's explanations. The numbers are drawn so that
 explanations help a little (a win is about 5 points likelier with them), answers are right about 2 times
 in 3, explanation grades follow answer correctness, and helpfulness ratings follow both. The events go
-through `server.export.write_export`, so the tables have exactly the export's columns.
+through `game.export.write_export`, so the tables have exactly the export's columns.
 
 Then it times, separately and in total: load (`load_tables`), analyze (`analyze`), figures
 (`draw_figures`), html (`render_html`) and the rest of the report (report.json and the CSV tables), and
@@ -275,7 +275,7 @@ def synthetic_events(games: int = 10_000, seed: int = 0, controlled_share: float
 
 def write_synthetic_export(out: str | Path, games: int = 10_000, seed: int = 0, fmt: str = "csv", **options) -> Path:
     """An `exag export` directory of synthetic games (see synthetic_events)."""
-    from server.export import write_export
+    from game.export import write_export
 
     write_export(synthetic_events(games, seed, **options), out, fmt)
     return Path(out)

@@ -1,10 +1,10 @@
 """Capacity: how many concurrent players one `exag serve` holds. Starts `exag serve` (the default world and
 agent, a private Redis in a temporary data directory, a free port, a per-address connection limit above the
-ladder's largest step), waits for /healthz, runs the load test of `exag bot --players N` (server/bot.py:
+ladder's largest step), waits for /healthz, runs the load test of `exag bot --players N` (experiments/simulate/bot.py:
 half at-will, half controlled over every arm; a question every 3 s, a rating after each, explanations in a
 third of at-will rounds, a guess after 4 questions; 30 s timeouts) for each step of the ladder, samples the
 server's CPU and RSS (the web process and everything it started), writes results/capacity.json and prints
-the README table. The server and everything it started are stopped at the end, also on Ctrl-C.
+the table in docs/results.md. The server and everything it started are stopped at the end, also on Ctrl-C.
 
     python -m experiments.benchmark.capacity                       # the ladder 10/25/50/100/200, 60 s each
     python -m experiments.benchmark.capacity --ladder 4,10 --duration 20 --out /tmp/capacity.json
@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 from experiments.benchmark import write_report
-from server.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, parse_mix, play_games, run_load
+from experiments.simulate.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, parse_mix, play_games, run_load
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = (10, 25, 50, 100, 200)

@@ -7,7 +7,9 @@ the study's players meet, in one file a study report can read.
 It answers a seeded sample of the world's test questions (DEFAULT_ITEMS = 400 unless --max-items says
 otherwise; experiments/benchmark/items.py), explains
 every answer with every explainer inside a game round (so the shams work as in the game), and runs on
-each explainer the measures that apply to its kind, each its own module:
+each explainer the measures that apply to its kind, each its own module. Every explainer: the built-ins
+and the third-party explainers installed in entry point group "exag.explainers" (explainers/registry.py),
+unless --explainers names some (any name a study can use, an import path "module:Class" included):
 
 | measure | module | explainers |
 |---|---|---|
@@ -63,20 +65,8 @@ def explainer_options(agent_name: str, world: Path, nle_model: str | Path | None
 def load_explainers(agent, names, options: dict[str, dict]) -> tuple[dict, dict[str, str]]:
     """The explainers by name (a sham shares the explainer it imitates, as in the server) and, for those
     that could not be loaded, why."""
-    from explainers import EXPLAINERS, load_explainer
-    loaded, unavailable = {}, {}
-    for name in names:
-        cls = EXPLAINERS[name]
-        imitates = getattr(cls, "imitates", None)
-        try:
-            if imitates:
-                real = loaded.get(imitates) or load_explainer(imitates, agent, **options.get(imitates, {}))
-                loaded[name] = cls(agent, explainer=real)
-            else:
-                loaded[name] = load_explainer(name, agent, **options.get(name, {}))
-        except (OSError, ValueError, KeyError) as error:
-            unavailable[name] = str(error)
-    return loaded, unavailable
+    from explainers.registry import load_explainers as load
+    return load(agent, names, options)
 
 
 def agent_section(agent, name: str, items, outputs, batched_seconds: float) -> dict:
@@ -122,13 +112,12 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
                nle_model: str | Path | None = None, seed: int = 0, progress: bool = True,
                log: Callable[[str], None] = print, options: dict[str, dict] | None = None) -> dict:
     """The card (see the module docstring); `options` adds to each explainer's options (name -> dict)."""
-    from explainers import EXPLAINER_NAMES
+    from explainers import registry
     from vqa_agent.agent import VQAAgent
     started = time.perf_counter()
-    names = list(explainers or EXPLAINER_NAMES)
-    unknown = [n for n in names if n not in EXPLAINER_NAMES]
-    if unknown:
-        raise ValueError(f"unknown explainer(s) {', '.join(unknown)}; choose from {', '.join(EXPLAINER_NAMES)}")
+    names = list(explainers or [*registry.BUILTIN_NAMES, *registry.installed()])
+    for name in names:      # an unknown name or a broken plugin is refused (ValueError) before the agent loads
+        registry.entry(name)
     agent = VQAAgent.from_pretrained(agent_name)
     items = load_items(world, max_items, seed=seed)
     log(f"{len(items)} test questions of {world}; answering them with agent {agent_name}")
@@ -265,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and plots")
     parser.add_argument("--max-items", type=int, default=DEFAULT_ITEMS,
                         help=f"test questions sampled (default {DEFAULT_ITEMS})")
-    parser.add_argument("--explainers", default=None, help="comma-separated names (default: all, shams included)")
+    parser.add_argument("--explainers", default=None, help="comma-separated names (default: all, shams and installed "
+                                                           "third-party explainers included)")
     parser.add_argument("--nle-model", default=None, help="NLE model directory (default: the one shipped for the agent)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")

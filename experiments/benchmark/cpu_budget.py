@@ -3,7 +3,7 @@ process and the inference workers, measured under load.
 
 Starts `exag serve` with its defaults (as experiments/benchmark/capacity.py does: a private Redis in a
 temporary directory, the default world and agent), plays one game of each setting to warm it up, then runs
-the load test of `exag bot --players N` (server/bot.py) for `--duration` seconds and reads what the server
+the load test of `exag bot --players N` (experiments/simulate/bot.py) for `--duration` seconds and reads what the server
 itself accounted while it ran:
 
 - the web process: the CPU time of each message's handler thread, including its emit
@@ -16,7 +16,7 @@ itself accounted while it ran:
 
 The budget (issue 29): 200 players send ~150 messages a second; on ~1.8 of this machine's 2 cores the whole
 server may spend <= 10 ms of CPU per message on average, the web process <= 3 ms for rate, guess,
-next_game and join, and a worker <= 6 ms for a plain 20-image round. Prints the table README keeps next to
+next_game and join, and a worker <= 6 ms for a plain 20-image round. Prints the table docs/results.md keeps next to
 the capacity table and writes results/cpu_budget.json.
 
     python -m experiments.benchmark.cpu_budget                         # 100 players, 60 s
@@ -35,7 +35,7 @@ import redis
 
 from experiments.benchmark import write_report
 from experiments.benchmark.capacity import REPO, Server, _interrupt, machine, row, warm_up
-from server.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, run_load
+from experiments.simulate.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, run_load
 
 WEB_STATS = "exag:cpu:web"
 WORKER_STATS = "exag:cpu:worker"

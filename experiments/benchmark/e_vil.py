@@ -5,7 +5,7 @@ RelQAs read as text.
     e_vil(items, outputs, explain(explainer, items, outputs, agent))
     # {"s_t": 61.0, "s_e_ground_truth": 48.2, "s_o_ground_truth": 29.4, "s_e_proxy": 70.3, ...}
 
-Definitions (e-ViL, RESEARCH.md 2), all in percent (x100):
+Definitions (e-ViL, docs/research.md §2), all in percent (x100):
 - S_T: answer accuracy over all items (the agent's answer equals the world's answer; CLEVR has one).
 - S_E: the mean explanation score over the items whose answer is right only (e-ViL counts an explanation
   of a wrong answer as wrong, so it is not scored at all). S_O = S_T * S_E.

@@ -5,7 +5,7 @@ its explanation is also good, for a text explainer (nle, introspect, the nle-oth
     f1_at_es(items, outputs, explain(explainer, items, outputs, agent))
     # {"f1_at": {"0": 31.0, "0.53": 30.2, "0.6": 22.5}, "curve": [{"t": 0.0, "f1": 31.0}, ...], ...}
 
-Definitions (RESEARCH.md 5):
+Definitions (docs/research.md §5, V-FLUTE):
 - ExplanationScore of an item = mean(BERTScore F1, BLEURT) of its explanation against the item's
   reference explanations. BLEURT cannot run here: the `bleurt` package is not on PyPI, and
   `bleurt-pytorch` (PyPI) ships code only; its weights (BLEURT-20) come from a model hub that cannot be

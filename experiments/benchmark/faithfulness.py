@@ -1,4 +1,4 @@
-"""Faithfulness tests for explanations (Atanasova et al., ACL 2023; RESEARCH.md section 4), on the agent's
+"""Faithfulness tests for explanations (Atanasova et al., ACL 2023; docs/research.md §4), on the agent's
 own answers, with both sides of the input (question and image) edited, since our world can re-render.
 
     report = faithfulness(agent, explainer, items, outputs)          # every test that fits the kind

@@ -1,5 +1,5 @@
 """Does the attention lie on the objects the answer needs? Localisation of attention maps against the
-ground truth of the synthetic world (RESEARCH.md 6; Quantus's localisation group).
+ground truth of the synthetic world (docs/research.md §6, attention maps; Quantus's localisation group).
 
     items = load_items(world, max_items=200); outputs = answer(agent, items)
     localisation(explain(load_explainer("attention", agent), items, outputs, agent), items)
@@ -28,7 +28,7 @@ scores 0 on each (it points at nothing). Ties among equal pixels at the rank cut
 pixel order, as Quantus's argsort does. `chance` gives each measure for a map that knows nothing
 (uniform attention or a random pixel): the mean share of the image that s covers, the same for all three.
 
-Published references: RESEARCH.md quotes no figures for these measures; the Quantus and Adebayo papers
+Published references: docs/research.md §6 quotes no figures for these measures; the Quantus and Adebayo papers
 score gradient saliency on natural images (ImageNet, bounding boxes), which is not comparable to
 question-guided object attention on CLEVR-like renders. What differs in our world: the masks are exact
 (rendered), and the mask is the question's evidence, not the class object; the chance levels above are

@@ -75,7 +75,7 @@ def controlled_study(rng: np.random.Generator, participants: int, lift: float) -
     shows = ((block % 2 == 0) & (expl_arm == 1)).astype(float)
     won = _won(rng, _skills(rng, participants)[who], lift * shows)
     # every participant plays the paper's order (abab: without explanations first), as the calibration
-    # reported in README was run; a counterbalanced study only moves practice between the blocks
+    # reported in docs/results.md was run; a counterbalanced study only moves practice between the blocks
     return pd.DataFrame({"study": "null", "kind": CONTROLLED, "cluster": [f"p{i}" for i in who], "arm": arm,
                          "order": "abab", "block": block, "shows": shows, "expl_arm": expl_arm, "sham": 0.0, "won": won,
                          "score": _score(rng, won), "game_id": [f"g{i}" for i in range(len(who))]})

@@ -2,10 +2,11 @@
 with the whole pool: the worker side of issue 29's budget, measured in-process (no Redis, no web).
 
 What is timed is what a worker does for a round (server/worker.py `_handle`): `Predictor.predict` (the
-agent and the round's explainers) and `finish_round` (grading, the player-safe view, the log entries), with
-the server's agent and explainers as `exag serve` loads them, one torch thread, pool images named as a
-worker names them (KnownImage) and the whole pool already looked at (loaded from the store a worker keeps
-beside the world, or looked at first). Rounds of each kind draw their images across the pool.
+agent and the round's explainers) and `finish_round` (server/respond.py: grading, the player-safe view, the
+log entries), with the server's agent and explainers as `exag serve` loads them, one torch thread, pool
+images named as a worker names them (KnownImage) and the whole pool already looked at (loaded from the
+store a worker keeps beside the world, or looked at first). Rounds of each kind draw their images across
+the pool.
 
     python -m experiments.benchmark.round_cpu                         # default agent, 60 rounds of each kind
     python -m experiments.benchmark.round_cpu --agent strong --rounds 30 --out /tmp/round_cpu.json
@@ -45,9 +46,10 @@ def measure(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(1)
     from server.inference import Predictor, RoundRequest
-    from server.pool import GamePool
+    from game.pool import GamePool
     from server.rounds import RoundJob
-    from server.worker import WorkerConfig, explainer_options, finish_round
+    from server.respond import finish_round
+    from server.worker import WorkerConfig, explainer_options
     from vqa_agent.agent import VQAAgent
 
     process = psutil.Process()

@@ -1,4 +1,4 @@
-"""Sanity check by model parameter randomisation (Adebayo et al., NeurIPS 2018; RESEARCH.md 6): does the
+"""Sanity check by model parameter randomisation (Adebayo et al., NeurIPS 2018; docs/research.md §6): does the
 attention map depend on what the agent learned?
 
     sanity(agent, load_items(world, max_items=200))          # or explainer_name="attention-shuffled"

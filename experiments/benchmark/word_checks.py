@@ -8,7 +8,7 @@ RelQA answer accuracy and coherence").
     word_checks(explain(load_explainer("relqa", agent), items, outputs, agent), items, outputs)
     # {"kind": "qa_pairs", "n": 200, "accuracy": 74.3, "coherence": 93.1, "consistency": 70.2, ...}
 
-ObjScene (kind "words"; RESEARCH.md 1: the k words with the lowest S(O) = dist(O, A) / p(O | I)), in percent:
+ObjScene (kind "words"; docs/research.md §1: the k words with the lowest S(O) = dist(O, A) / p(O | I)), in percent:
 - precision: of all listed words that state presence (the agent's p(O | I) >= 0.5, game.evidence.PRESENT,
   the same line the simulated participant reads), the share that some object of the scene has (pooled
   over items; the word-in-image rule of explainers/grading.py grade_words).
@@ -26,7 +26,7 @@ RelQAs (kind "qa_pairs"; five related questions, each answered by the agent on t
   items where logic can tell (counts and existence of nested sets; `coherence_items` counts them).
 Items whose own question the parser cannot execute on the scene have no ground truth: skipped, counted.
 
-Published references: the ExAG paper (RESEARCH.md 1) reports people's ratings of these explanations,
+Published references: the ExAG paper (docs/research.md §1) reports people's ratings of these explanations,
 not their truth; its correlation of explanation with answer correctness was 0.37 for RelQAs. No
 published precision figures exist for ObjScene. What differs in our world: the scene is known exactly,
 so truth is checked by program, not by raters; ObjScene's vocabulary is the world's 15 attribute values.

@@ -22,7 +22,7 @@ import redis
 
 from experiments.benchmark import write_report
 from server.embedded_redis import EmbeddedRedis
-from server.pool import GamePool
+from game.pool import GamePool
 from server.rounds import WORKERS, RoundJob, RoundQueue
 
 QUESTIONS = ["is there a red cube?", "how many spheres are there?", "what color is the large cylinder?",

@@ -12,20 +12,23 @@ import argparse
 import json
 from pathlib import Path
 
+from explainers.registry import sham_of
+
 from .card import score_at
 
-# (header, explainer, its sham or None, path into the explainer's entry); scores in percent
+# (header, explainer, beside its sham?, path into the explainer's entry); scores in percent. The sham of an
+# explainer is the table's (explainers/registry.py sham_of).
 ZOO_COLUMNS = [
-    ("attention relevance mass", "attention", "attention-shuffled", ("localisation", "relevance_mass")),
-    ("attention pointing game", "attention", "attention-shuffled", ("localisation", "pointing_game")),
-    ("attention moved with the edit", "attention", "attention-shuffled", ("faithfulness", "counterfactual_image", "pct_moved")),
-    ("NLE S_E / S_O facts", "nle", "nle-other", ("e_vil", "s_e_ground_truth"), ("e_vil", "s_o_ground_truth")),
-    ("NLE image CF %Counter Unfaith", "nle", "nle-other", ("faithfulness", "counterfactual_image", "pct_counter_unfaith")),
-    ("NLE reconstruction %Unfaith", "nle", "nle-other", ("faithfulness", "input_reconstruction", "pct_unfaithful")),
-    ("NLE text CF %Total Unfaith", "nle", "nle-other", ("faithfulness", "counterfactual_text", "pct_total_unfaith")),
-    ("NLE F1@0.6", "nle", None, ("f1_at_es", "f1_at", "0.6")),
-    ("introspect S_O facts", "introspect", None, ("e_vil", "s_o_ground_truth")),
-    ("RelQA answers right", "relqa", None, ("word_checks", "accuracy")),
+    ("attention relevance mass", "attention", True, ("localisation", "relevance_mass")),
+    ("attention pointing game", "attention", True, ("localisation", "pointing_game")),
+    ("attention moved with the edit", "attention", True, ("faithfulness", "counterfactual_image", "pct_moved")),
+    ("NLE S_E / S_O facts", "nle", True, ("e_vil", "s_e_ground_truth"), ("e_vil", "s_o_ground_truth")),
+    ("NLE image CF %Counter Unfaith", "nle", True, ("faithfulness", "counterfactual_image", "pct_counter_unfaith")),
+    ("NLE reconstruction %Unfaith", "nle", True, ("faithfulness", "input_reconstruction", "pct_unfaithful")),
+    ("NLE text CF %Total Unfaith", "nle", True, ("faithfulness", "counterfactual_text", "pct_total_unfaith")),
+    ("NLE F1@0.6", "nle", False, ("f1_at_es", "f1_at", "0.6")),
+    ("introspect S_O facts", "introspect", False, ("e_vil", "s_o_ground_truth")),
+    ("RelQA answers right", "relqa", False, ("word_checks", "accuracy")),
 ]
 
 
@@ -53,7 +56,8 @@ def zoo_markdown(cards: list[dict]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for card in cards:
         cells = [f"`{card['agent']['name']}`", f"{card['agent']['accuracy']:.1f}", f"{card['seconds'] / 60:.1f}"]
-        for _, real, sham, *paths in ZOO_COLUMNS:
+        for _, real, with_sham, *paths in ZOO_COLUMNS:
+            sham = sham_of(real) if with_sham else None
             score, sham_score = _score(card, real, paths), _score(card, sham, paths)
             cells.append(f"{score} ({sham_score})" if sham_score else score)
         lines.append("| " + " | ".join(cells) + " |")

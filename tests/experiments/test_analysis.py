@@ -1,4 +1,4 @@
-"""exag analyze: tables built here to known answers, through the real export (server/export.py), the
+"""exag analyze: tables built here to known answers, through the real export (game/export.py), the
 real loaders (CSV, Parquet, JSONL, a server data directory's embedded Redis) and the report."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from statsmodels.stats.proportion import proportions_ztest
 from experiments.analysis import AnalysisError, Tables, analyze, load_tables
 from experiments.analysis.data import COLUMNS
 from experiments.analysis.scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
-from server.export import tables as export_tables
+from game.export import tables as export_tables
 
 REPO = Path(__file__).resolve().parents[2]
 

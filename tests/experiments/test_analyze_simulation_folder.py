@@ -1,5 +1,5 @@
 """`exag analyze --data DIR` reads the folder `exag simulate --out DIR` writes (DIR/export/ and DIR/summary.json,
-server/simulate.py), built here with the same export function simulate uses; a folder with no export in it or
+experiments/simulate/simulate.py), built here with the same export function simulate uses; a folder with no export in it or
 in its export/ is a clear error that names both places."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from test_analysis import at_will_log
 
 from experiments.analysis import AnalysisError, analyze, load_tables
 from experiments.analysis.data import SIMULATION_EXPORT
-from server.export import write_export
-from server.simulate import EXPORT_DIR, SUMMARY
+from experiments.simulate.simulate import EXPORT_DIR, SUMMARY
+from game.export import write_export
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.power import PowerConfig, participants_for, participants_interval, power, power_table, projected
+from experiments.simulate.power import PowerConfig, participants_for, participants_interval, power, power_table, projected
 
 STUDY = {"study_id": "pow", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
 

@@ -14,9 +14,9 @@ from exag_cli import main
 from experiments.analysis import analyze
 from experiments.analysis.html import render_html
 from experiments.analysis.write import format_summary
+from game.export import write_export
 from game.quality import FLAGS
 from game.study import StudyConfig, load_study
-from server.export import write_export
 
 PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
         "stopping_rule": "Stop when 25 participants have finished.", "exclusions": ["fast_games"]}

@@ -1,5 +1,5 @@
 """`exag analyze` end to end through the command line: a small synthetic export (the analysis speed
-benchmark's generator, through the real server/export.py) becomes report.json, report.html, figures and
+benchmark's generator, through the real game/export.py) becomes report.json, report.html, figures and
 tables; bad input ends with a clear message and exit status 2, never a traceback."""
 from __future__ import annotations
 

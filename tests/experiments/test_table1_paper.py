@@ -1,4 +1,4 @@
-"""Table 1 as the paper printed it (Ray et al. 2019; RESEARCH.md 1): a controlled study of 69 participants, built
+"""Table 1 as the paper printed it (Ray et al. 2019; docs/research.md §1): a controlled study of 69 participants, built
 here from the paper's published figures as whole games (wins = round(rate * games), score totals likewise) and
 run through the real export and analysis, gives back every cell of the paper's Table 1 to its two decimals and
 its "Overall Improv" column (`improvement_paper`: the row's with-explanations figure minus the overall_inc_none

@@ -9,6 +9,7 @@ from PIL import Image
 
 from explainers import EXPLAINERS, Explanation, ExplanationRequest, load_explainer
 from explainers.base import json_safe
+from explainers.kinds import check_payload
 from vqa_agent.agent import VQAAgent
 
 
@@ -73,6 +74,7 @@ def test_every_explainer_keeps_the_contract(name, agent, options, requests):
         assert e.payload == e2.payload, "the same request and seed must give the same explanation"
         assert e.seconds >= 0
         check_schema(e.kind, e.payload, request)
+        check_payload(e.kind, e.payload)      # the kind's own contract, which third-party explainers are held to
     assert explainer.explain_batch([]) == []
 
 

@@ -3,6 +3,7 @@ private redis-server (append-only file) in a temporary directory, study files ma
 from __future__ import annotations
 
 import pytest
+from chromium import CHROMIUM
 from server_setup import LiveServer, server_config, write_studies
 from socket_player import socket_client
 
@@ -52,3 +53,13 @@ def live_server(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path_factory):
     yield server
     server.stop()
     app.extensions["exag"].close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium, driven by Playwright, for one test module (tests/server/chromium.py)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()

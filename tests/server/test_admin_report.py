@@ -1,12 +1,27 @@
 """The admin's live report: /admin/report?study=ID is `exag analyze`'s page built from the live event log,
-behind the admin token, linked per study from the admin page; it builds before any game is played."""
+behind the admin token, linked per study from the admin page; it builds before any game is played. The app
+is given the report function as `exag serve` gives it (create_app(config, live_report)); without one the
+page says the report is unavailable."""
 from __future__ import annotations
 
 import re
 
+import pytest
+from server_setup import server_config
 from socket_player import started
 
+from experiments.analysis.live import live_report
 from game.settings import RATINGS
+from server.app import create_app
+
+
+@pytest.fixture(scope="module")
+def app(tiny_agent_dir, agent_world, tiny_nle_dir, server_dirs):
+    data_dir, studies = server_dirs
+    app = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, data_dir, studies),
+                     live_report=live_report)
+    yield app
+    app.extensions["exag"].close()
 
 
 def play(player, questions: int = 1) -> None:
@@ -54,3 +69,10 @@ def test_live_report_shows_the_games_played_so_far(app, connect):
     assert all(not link.startswith(("http", "//")) for link in links)
     # the page keeps within the admin pages' content security policy: no script, images as data: URIs
     assert "<script" not in text and "script-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+def test_without_a_live_report_the_page_says_it_is_unavailable(app, monkeypatch):
+    monkeypatch.setattr(app.extensions["exag"], "live_report", None)     # create_app(config) alone
+    assert app.test_client().get("/admin/report?study=ctl").status_code == 403
+    page = app.test_client().get("/admin/report?study=ctl&token=test-admin")
+    assert page.status_code == 200 and "The live report is unavailable on this server" in page.get_data(as_text=True)

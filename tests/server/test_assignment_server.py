@@ -8,7 +8,7 @@ import json
 from socket_player import joined, started
 
 from game.assignment import slot
-from server.export import tables
+from game.export import tables
 
 
 def test_the_export_reproduces_every_assignment_from_the_seed(app, connect):

@@ -3,26 +3,15 @@ game with bought explanations through the real page and server; then the exporte
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
+from chromium import TIMEOUT_MS, needs_chromium
 
+from game.export import tables
 from game.settings import RATINGS
-from server.export import tables
 
 sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = os.environ.get("EXAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no Chromium (apt-get install chromium)")
-TIMEOUT_MS = 60_000
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
+pytestmark = needs_chromium
 
 
 def ask(page, question: str) -> None:

@@ -136,7 +136,7 @@ def test_quality_flags_mark_participants_who_did_not_really_play(app, connect):
         honest.ok("guess", {"game_id": gid, "image": honest.game["images"][0]})
         honest.ok("next_game", {"game_id": gid})
 
-    from server.export import tables
+    from game.export import tables
 
     participants = tables(list(app.extensions["exag"].store.events()))["participants"].set_index("participant")
     assert participants.loc["pid:rusher", "flags"] == "no_questions+fast_games"

@@ -8,8 +8,8 @@ import zipfile
 
 from socket_player import Player, Rater, started
 
+from experiments.simulate.bot import play_games
 from game.settings import RATINGS
-from server.bot import play_games
 
 
 def test_pages_images_and_health(app, connect):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from server.bot import parse_mix, run_load
+from experiments.simulate.bot import parse_mix, run_load
 
 
 def test_parse_mix():

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from socket_player import joined
 
-from server import store as store_module
-from server.store import LOCK_TIMEOUT_S, LOCK_WAIT_S, Store
+from server import locks as locks_module
+from server.locks import LOCK_TIMEOUT_S, LOCK_WAIT_S
+from server.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 # a server process in the middle of a message: it holds the participant's lock, then dies without releasing it
@@ -50,8 +51,8 @@ def test_a_live_holder_keeps_its_lock_while_it_works(app):
 
 def test_a_hung_holder_loses_its_lock_after_the_maximum_hold(app, monkeypatch):
     # the maximum hold scaled down from 45 s, and renewals from every 2 s, so that the test takes seconds
-    monkeypatch.setattr(store_module, "LOCK_MAX_HOLD_S", 2.0)
-    monkeypatch.setattr(store_module, "LOCK_RENEW_S", 0.25)
+    monkeypatch.setattr(locks_module, "LOCK_MAX_HOLD_S", 2.0)
+    monkeypatch.setattr(locks_module, "LOCK_RENEW_S", 0.25)
     store = Store.connect(app.extensions["exag"].redis.url)      # its renewer starts with these
     key = "exag:lock:aw:pid:hung"
     try:

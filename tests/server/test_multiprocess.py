@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import socketio
 
+from experiments.simulate.bot import browser_cookie
 from game.settings import RATINGS
 from server import browser
-from server.bot import browser_cookie
 from server.embedded_redis import EmbeddedRedis
 from server.store import Store
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from game.checks import PREFER_NOT
-from server.export import tables
+from game.export import tables
 
 from socket_player import Player, joined
 

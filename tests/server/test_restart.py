@@ -8,9 +8,9 @@ import sys
 from server_setup import server_config, write_studies
 from socket_player import Player, socket_client, started
 
+from game.export import tables
 from game.settings import RATINGS
 from server.app import create_app
-from server.export import tables
 
 
 def test_the_player_resumes_after_a_crash_and_after_a_restart(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):

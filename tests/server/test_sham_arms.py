@@ -14,9 +14,9 @@ from socket_player import events_of, next_game, started
 
 from experiments.analysis import Tables, analyze
 from explainers.sham import derangement
+from game.export import tables
 from game.study import StudyConfig
 from server.app import create_app
-from server.export import tables
 from server.inference import Predictor, RoundRequest
 from server.study_check import check_study
 from vqa_agent.agent import VQAAgent

@@ -12,8 +12,9 @@ from server_setup import server_config
 
 import exag_cli
 from experiments.analysis import analyze, load_tables
-from server.pool import GamePool
-from server.simulate import EXPORT_DIR, Eyes, SimulationConfig, format_summary, members, parse_players, simulate
+from experiments.simulate.simulate import (EXPORT_DIR, Eyes, SimulationConfig, format_summary, members, parse_players,
+                                          simulate)
+from game.pool import GamePool
 
 # the paper's structure in small: 4 sessions of 1 game, alternating without/with explanations
 STUDY = {"study_id": "simctl", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"], "sessions": 4,

@@ -1,5 +1,5 @@
 """A seed reproduces a simulated study: the same seed gives the same export, every table equal but for the
-columns server/simulate.py's RUN_DEPENDENT names, whatever the number of participant threads (and with it
+columns experiments/simulate/simulate.py's RUN_DEPENDENT names, whatever the number of participant threads (and with it
 the order in which participants' messages arrive and how the inference worker's rounds come together).
 And the parts that make it so: the server's draws are a function of the seed and of whose they are, and a
 batch-invariant predict step answers a round with the same bits alone or batched."""
@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from game.seeding import seeded_rng
-from server.inference import Predictor, RoundRequest
+from experiments.simulate.simulate import EXPORT_DIR, RUN_DEPENDENT, SUMMARY, SimulationConfig, seeded_study, simulate
 from game.assignment import slots
+from game.seeding import seeded_rng
 from game.study import StudyConfig
-from server.simulate import EXPORT_DIR, RUN_DEPENDENT, SUMMARY, SimulationConfig, seeded_study, simulate
+from server.inference import Predictor, RoundRequest
 from vqa_agent.agent import VQAAgent
 
 # what the summary says about the run rather than the study: its clock, where it wrote, how it was run

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from socket_player import Player, started
 
+from game.export import tables
 from game.preregistration import digest
 from game.study import StudyConfig
 from server.app import load_studies
 from server.completion import completion_code, verify
-from server.export import tables
 from server.study_check import check_study_files, paid_study_warnings
 
 PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall", "planned_n": 20,
@@ -115,7 +115,7 @@ def test_a_paid_study_with_a_public_agent_is_warned_of(app, tmp_path):
     # `exag serve` prints what check_study_files returns; a server playing the shipped default agent
     (tmp_path / "paid.json").write_text(json.dumps({**STUDY, "study_id": "paid-default", "completion_code": "P"}))
     [printed] = check_study_files(tmp_path, app.extensions["exag"].store, "default")
-    assert "public agent 'default'" in printed and "README, \"Threat model\"" in printed
+    assert "public agent 'default'" in printed and "docs/threat-model.md" in printed
     assert paid_study_warnings(StudyConfig.from_dict({**STUDY, "choose_arm": True, "completion_code": "P"}),
                                "default") == []
     assert paid_study_warnings(StudyConfig.from_dict(STUDY), "default") == []           # no platform link

@@ -208,6 +208,10 @@ app = create_app(ServerConfig(world={str(agent_world)!r}, agent={str(tiny_agent_
 services = app.extensions["exag"]
 assert len(services.pool.embeddings) == len(services.pool)
 assert "torch" not in sys.modules, "the web process imported torch"
+from server.torch_free import WEB_MODULES
+ours = ("server", "game", "explainers", "vqa_agent", "experiments", "exag_cli")
+unlisted = sorted(m for m in sys.modules if m.partition(".")[0] in ours and m not in WEB_MODULES)
+assert not unlisted, f"the web process loaded modules server/torch_free.py does not list: {{unlisted}}"
 services.close()
 print("torch-free")
 """

@@ -55,21 +55,22 @@ def exag_in(cwd, *args):
 
 
 def test_default_world_rule(tmp_path, monkeypatch):
-    import exag_cli
     import pytest
 
+    from vqa_agent.world.default import DEFAULT_WORLD, GAME_WORLD, default_world
+
     monkeypatch.chdir(tmp_path)
-    assert exag_cli._default_world(tmp_path / "mine") == tmp_path / "mine"        # --world wins
+    assert default_world(tmp_path / "mine") == tmp_path / "mine"                  # --world wins
     with pytest.raises(FileNotFoundError, match=r"exag world build --out data/world"):
-        exag_cli._default_world(None, ("train", "val"), "`exag train agent`")     # needs the whole world
+        default_world(None, ("train", "val"), "`exag train agent`")               # needs the whole world
     assert not (tmp_path / "data").exists()                                        # and lays nothing out
-    world = exag_cli._default_world(None)                                          # else the game world
-    assert world == exag_cli.GAME_WORLD and (world / "manifest.json").exists()
-    assert exag_cli._default_world(None, ("val", "pool")) == exag_cli.GAME_WORLD
+    world = default_world(None)                                                    # else the game world
+    assert world == GAME_WORLD and (world / "manifest.json").exists()
+    assert default_world(None, ("val", "pool")) == GAME_WORLD
     (tmp_path / "data" / "world").mkdir()
     (tmp_path / "data" / "world" / "manifest.json").write_text("{}")
-    assert exag_cli._default_world(None) == exag_cli.DEFAULT_WORLD                 # the whole world when built
-    assert exag_cli._default_world(None, ("train",)) == exag_cli.DEFAULT_WORLD
+    assert default_world(None) == DEFAULT_WORLD                                    # the whole world when built
+    assert default_world(None, ("train",)) == DEFAULT_WORLD
 
 
 def test_readmes_explain_command_works_before_any_world_is_built(tmp_path):

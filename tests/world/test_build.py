@@ -298,8 +298,8 @@ def test_the_shipped_game_world_is_what_the_build_makes(tmp_path):
 def test_the_default_agents_shipped_pool_embeddings_are_current(tmp_path):
     """Keyed by the checkpoint's fingerprint: a retrained default agent finds none (and computes its own);
     this test then says to ship new ones (`python -m vqa_agent.world.build ship ...`)."""
-    from server.agents import checkpoint_fingerprint
     from vqa_agent.agent import VQAAgent
+    from vqa_agent.checkpoints import checkpoint_fingerprint
 
     config = WorldConfig(splits=world_build.GAME_WORLD_SPLITS)
     world = build_world(tmp_path / "game", config, progress=False, lazy=True)

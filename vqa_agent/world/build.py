@@ -511,7 +511,7 @@ def start_background_render(world: Path | str, nice: int = 10) -> "subprocess.Po
 
 def shipped_pool_embeddings(world: Path | str, fingerprint: str) -> np.ndarray | None:
     """The pool embeddings [n_pool, dim] float32 (pool order of scenes.json) by the agent whose checkpoint
-    has this fingerprint (server.agents.checkpoint_fingerprint: a hash of its files), when they ship for
+    has this fingerprint (vqa_agent.checkpoints.checkpoint_fingerprint: a hash of its files), when they ship for
     `world`'s settings, else None. They are what agent.embed_images gives on the rendered pool images."""
     world = Path(world)
     try:
@@ -532,8 +532,8 @@ def shipped_pool_embeddings(world: Path | str, fingerprint: str) -> np.ndarray |
 def write_shipped_pool_embeddings(world: Path | str, agent_name: str, source: Path) -> Path:
     """Renders `world` fully, embeds its pool with the agent (as the inference worker does, 64 at a time)
     and saves the result into the shipped `source` directory as pool-embeddings-<fingerprint>.npy."""
-    from server.agents import checkpoint_fingerprint
     from vqa_agent.agent import VQAAgent
+    from vqa_agent.checkpoints import checkpoint_fingerprint
 
     world = Path(world)
     render_missing(world, progress=False)

@@ -1,5 +1,8 @@
 // One renderer per explanation kind (docs/protocol.md). renderExplanation wraps a renderer's output in
 // the common container: class "explanation", data-kind, data-explainer, and a label naming the explainer.
+// The labels come from the server's explainer table (explainers/registry.py, GET /api/explainers): the
+// built-ins and the explainers this page's study shows, third-party ones included. A sham comes with the
+// label and description of the explainer it imitates, so nothing here tells the two apart.
 import { h } from "../dom.js";
 import * as attention from "./attention.js";
 import * as qaPairs from "./qa_pairs.js";
@@ -8,24 +11,30 @@ import * as words from "./words.js";
 
 export const RENDERERS = {attention, words, qa_pairs: qaPairs, text};
 
-export const LABELS = {
-  attention: "Where the agent looked",
-  objscene: "Relevant words",
-  relqa: "Related questions",
-  nle: "Generated explanation",
-  introspect: "What the agent looked at",
-};
+// Fetched once, before any view renders (modules that import this one wait for it). Without it (an old
+// server, a failed request) explanations still draw by kind and are labelled by their names.
+const EXPLAINERS = await loadTable();
 
-// Sham explainers (explainers/sham.py, sanity checks) -> the real explainer they imitate: the participant
-// must not be able to tell them apart, so they get its label and its description in the instructions.
-export const SHAMS = {"attention-shuffled": "attention", "nle-other": "nle"};
-
-export function shownAs(explainer) {
-  return SHAMS[explainer] || explainer;
+async function loadTable() {
+  const study = new URLSearchParams(window.location.search).get("study");
+  try {
+    const response = await fetch(`/api/explainers${study ? `?${new URLSearchParams({study})}` : ""}`,
+                                 {headers: {Accept: "application/json"}});
+    return response.ok ? await response.json() : {};
+  } catch {
+    return {};
+  }
 }
 
 export function labelFor(explanation) {
-  return LABELS[shownAs(explanation.explainer)] || explanation.explainer || explanation.kind || "Explanation";
+  const row = EXPLAINERS[explanation.explainer];
+  return (row && row.label) || explanation.explainer || explanation.kind || "Explanation";
+}
+
+// The instructions' line about an explainer a participant will see.
+export function describe(name) {
+  const row = EXPLAINERS[name];
+  return (row && row.description) || name;
 }
 
 // options.mode: "overlay" (attention drawn over an image: no label, positioned by CSS), "compact"

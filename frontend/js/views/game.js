@@ -4,32 +4,17 @@ import { h, plural } from "../dom.js";
 import { renderExplanation } from "../explanations/index.js";
 import { gridView } from "./grid.js";
 import { historyView } from "./history.js";
+import { explanationsOf } from "./round_explanations.js";
 
 const DEFAULT_MAX_QUESTION_CHARS = 300;
 
-// What the page remembers about the current game and the server does not need to know. The state
-// carries only the latest round's explanations (docs/protocol.md): earlier rounds' are kept here, from
-// the state that carried them or fetched with `history` when the player opens them.
+// What the page remembers about the current game and the server does not need to know, among it the
+// earlier rounds' explanations (round_explanations.js).
 function gameUi(ctx, game) {
   if (!ctx.ui.game || ctx.ui.game.id !== game.game_id) {
     ctx.ui.game = {id: game.game_id, selected: null, draft: "", shownRound: null, explanations: new Map(), fetching: new Set()};
   }
   return ctx.ui.game;
-}
-
-// A round's explanations: the state's for the latest round, else the kept ones (undefined: not here yet).
-export function explanationsOf(game, ui, index) {
-  const round = game.rounds[index];
-  if (!round) return null;
-  if (index === game.rounds.length - 1) return round.explanations || null;
-  return round.explained ? ui.explanations.get(index) : null;
-}
-
-// Asks the server for an earlier round's explanations (answered by `round`, see onRound).
-export function fetchRound(game, ui, index, ctx) {
-  if (ui.explanations.has(index) || ui.fetching.has(index)) return;
-  ui.fetching.add(index);
-  ctx.request("history", {game_id: game.game_id, round: index});
 }
 
 // The round whose explanations are on screen: the one picked in the history, else the latest one.

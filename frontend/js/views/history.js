@@ -1,8 +1,8 @@
 // The rounds of a game so far, newest first: question, answer, cost, rating, and for rounds with
 // explanations a button that shows them on the grid again (an earlier round's are fetched from the
-// server the first time, see game.js fetchRound).
+// server the first time, see round_explanations.js fetchRound).
 import { h, plural } from "../dom.js";
-import { explanationsOf, fetchRound } from "./game.js";
+import { explanationsOf, fetchRound } from "./round_explanations.js";
 
 export function historyView(game, ui, shown, ctx) {
   const rounds = game.rounds.map((round, index) => ({round, index})).reverse();

@@ -1,15 +1,7 @@
 // Stage "instructions": the rules for this participant's setting (state.instructions), a worked example
 // drawn with HTML and CSS, and the Start button (`begin {}`).
 import { h, plural } from "../dom.js";
-import { shownAs } from "../explanations/index.js";
-
-const MODE_TEXT = {
-  attention: "Attention: a heatmap over an image showing where the agent looked, and outlines of the objects with the share of attention each got.",
-  objscene: "Relevant words: the object and scene words most related to the answer, with how sure the agent is that it sees each in the image.",
-  relqa: "Related questions: the agent's answers to questions similar to yours. Check whether it is consistent.",
-  nle: "Generated explanation: a sentence explaining the answer.",
-  introspect: "What the agent looked at: the objects the agent attended to most, in its own words.",
-};
+import { describe } from "../explanations/index.js";   // each explainer's line, from the server's table
 
 export function render(state, ctx) {
   const info = state.instructions || {};
@@ -30,7 +22,7 @@ export function render(state, ctx) {
       p.games_total ? h("li", {text: `You will play ${plural(p.games_total, "game")}.`}) : null),
     modes.length ? h("section", {class: "modes"},
       h("h2", {text: "The explanations"}),
-      h("ul", {}, modes.map((mode) => h("li", {text: MODE_TEXT[shownAs(mode)] || mode})))) : null,
+      h("ul", {}, modes.map((mode) => h("li", {text: describe(mode)})))) : null,
     example(s, explained),
     retryNote(info.comprehension),
     h("button", {id: "begin", type: "button", class: "primary", disabled: Boolean(ctx.ui.busy),

@@ -49,7 +49,7 @@ def attention(p: dict) -> Explanation:
     return Explanation("attention", "attention", p)
 
 
-# --- reference definitions, written out (RESEARCH.md 6), to check what Quantus computes --------------
+# --- reference definitions, written out (docs/research.md §6), to check what Quantus computes --------------
 
 def mass_reference(a, s):
     return a[s].sum() / a.sum()

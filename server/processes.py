@@ -1,0 +1,90 @@
+"""The inference workers of one machine, as `exag serve` runs them beside its web process: `exag worker`
+processes (server/worker.py) started with the arguments that serve this server's config, restarted when
+one dies, stopped with the server. Torch loads in those processes, never in this one.
+
+    workers = WorkerProcesses(worker_arguments(config, threads=1), count=2)
+    ...
+    workers.stop()
+"""
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+
+class WorkerProcesses:
+    """`exag serve`'s inference workers on this machine: `count` processes of `exag worker`, each restarted
+    when it dies (after RESTART_DELAY_S, longer while it keeps dying at start), all stopped by `stop()`.
+    They die with this process too (Linux: the parent-death signal)."""
+    RESTART_DELAY_S = 1.0
+    MAX_RESTART_DELAY_S = 30.0
+
+    def __init__(self, arguments: list[str], count: int) -> None:
+        self._popen = lambda: subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", *arguments],
+                                               preexec_fn=_die_with_parent)
+        self._procs = [self._popen() for _ in range(count)]
+        self._delays = [self.RESTART_DELAY_S] * count
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="exag-worker-supervisor", daemon=True)
+        self._thread.start()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def _supervise(self) -> None:
+        started = [time.monotonic()] * len(self._procs)
+        while not self._stopping.wait(0.5):
+            for i, proc in enumerate(self._procs):
+                if proc.poll() is None or self._stopping.is_set():
+                    continue
+                lived = time.monotonic() - started[i]
+                self._delays[i] = self.RESTART_DELAY_S if lived > 60 else \
+                    min(self._delays[i] * 2, self.MAX_RESTART_DELAY_S)
+                log.warning("inference worker %d (pid %d) ended with %s after %.0f s; restarting it in %.0f s",
+                            i, proc.pid, proc.returncode, lived, self._delays[i])
+                if self._stopping.wait(self._delays[i]):
+                    return
+                self._procs[i], started[i] = self._popen(), time.monotonic()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout_s
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except Exception:       # noqa: BLE001 - subprocess.TimeoutExpired: it would not stop
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG; Linux only)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def worker_arguments(config, threads: int) -> list[str]:
+    """The `exag worker` arguments that serve the web process of this ServerConfig."""
+    arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
+                 "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
+                 "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
+    if config.batch_invariant:
+        arguments.append("--batch-invariant")
+    if config.explainer_options:
+        arguments += ["--explainer-options", json.dumps(config.explainer_options)]
+    return arguments

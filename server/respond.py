@@ -1,0 +1,86 @@
+"""What the web process needs of an answered round, made by the inference worker that answered it
+(server/worker.py) and sent back through Redis as the job's result (server/rounds.py): the answer about the
+secret and its grade against the pool's ground truth, the parsed question, the explanations to show
+(player-safe, server/player_safe.py) and to log (graded, without pixel masks), and the round's inference
+figures. The web process (server/game_stage.py) stores and emits it as it is.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from game.pool import GamePool
+
+from .inference import RoundResult
+from .player_safe import for_player
+from .rounds import RoundJob
+
+MASK_CACHE = 4096          # pool images whose instance masks a worker keeps for grading, as run lengths
+
+
+def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
+    """What the web process needs of a round: the answer about the secret, its grade and the parsed
+    question (`graded`), the explanations to show (player-safe, keyed by image token) and to log (graded,
+    without pixel masks), and the round's inference figures."""
+    from explainers.grading import GroundTruth, grade_answer
+    from vqa_agent.world.parser import parse_program
+    from vqa_agent.world.programs import program_to_json
+
+    program = parse_program(job.question)
+    truths: dict[int, GroundTruth] = {}
+    explained = any(result.for_every_image) or bool(result.for_the_secret)
+
+    def truth(position: int) -> GroundTruth:
+        if position not in truths:
+            i = job.images[position]
+            # the answer's grade needs the scene only; an explanation's grade needs the objects' pixels too
+            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if explained else None)
+        return truths[position]
+
+    secret_output = result.outputs[job.secret]
+    graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
+              "answer": secret_output.answer, "probability": secret_output.probability,
+              "answered_by": secret_output.answered_by, "truth": truth(job.secret).answer,
+              "answer_grade": grade_answer(secret_output, truth(job.secret)).label}
+    view_every, logged = {}, []
+    for position, explanations in enumerate(result.for_every_image):
+        view_every[job.tokens[position]] = [for_player(e) for e in explanations]
+        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False)
+                   for e in explanations]
+    view_secret = [for_player(e) for e in result.for_the_secret]
+    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True)
+               for e in result.for_the_secret]
+    shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
+             if (job.for_every_image or job.for_the_secret) else None, "log": logged}
+    return {"answer": secret_output.answer, "graded": graded, "shown": shown,
+            "inference_ms": result.seconds * 1000, "batch_rounds": result.batch_rounds}
+
+
+def pool_masks(pool: GamePool, i: int) -> np.ndarray:
+    """A pool image's instance mask (object index, -1 background), int8: decoded from its PNG once (~0.3 ms),
+    then kept as run lengths (~10 KB an image, the whole pool ~15 MB) and expanded when a round grades
+    explanations of the image (~0.05 ms)."""
+    runs = _mask_runs(pool, i)
+    return np.repeat(runs[0], runs[1]).reshape(runs[2])
+
+
+@functools.lru_cache(maxsize=MASK_CACHE)
+def _mask_runs(pool: GamePool, i: int) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    masks = pool.masks(i).astype(np.int8)            # objects < 127
+    flat = masks.ravel()
+    starts = np.concatenate([[0], np.flatnonzero(flat[1:] != flat[:-1]) + 1])
+    lengths = np.diff(np.concatenate([starts, [flat.size]])).astype(np.int32)
+    return flat[starts], lengths, masks.shape
+
+
+def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool) -> dict:
+    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
+    (they are the agent's deterministic output and would make every event ~100 KB)."""
+    from explainers.grading import grade_explanation
+    payload = explanation.payload
+    if explanation.kind == "attention":
+        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
+    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
+            "is_secret": position == secret, "for_the_secret": for_secret,
+            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
+            "payload": payload}

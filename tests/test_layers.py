@@ -1,0 +1,132 @@
+"""The structure holds (DESIGN.md, issue 30): no import runs up the layers, the page's modules import one
+another without a cycle, and server/ stays small enough to read (no file above MAX_FILE_LINES, all of it
+under MAX_TOTAL_LINES). Imports are read from the source (ast), those inside functions included, so a lazy
+import counts as much as one at the top."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# lowest first; a package may import its own layer and those below it (DESIGN.md, "The whole in one picture":
+# the world and the agent, the explainers of its outputs, the game's rules, the server, the experiments
+# that use them all, the command line on top)
+LAYERS = ("vqa_agent", "explainers", "game", "server", "experiments", "exag_cli")
+# deprecation shims that keep a moved module's old name importable for one release (issue 30): they import
+# the new place, which may sit above the old one
+SHIMS = {"server/bot.py": "experiments.simulate.bot", "server/simulate.py": "experiments.simulate.simulate"}
+FRONTEND_JS = REPO / "frontend" / "js"
+SERVER = REPO / "server"
+MAX_FILE_LINES = 400
+# Issue 30 asked for under 3,500 when server/ still held its clients and the export (4.5k lines); issue 29
+# then added ~1,000 lines of server code (the prepare stream, CPU accounting, lock renewal, bounded reply
+# waits), and the same issue gave server/ its own commands (server/commands.py: serve, worker, export, ~230
+# lines that were in exag_cli.py). After the moves (bot, simulate, export, pool, checkpoint lookup out;
+# worker, play and store split) server/ is ~4,080 lines: the web app, the worker loop, their transport and
+# their commands. This bound keeps it from growing back.
+MAX_TOTAL_LINES = 4100
+
+
+def python_files() -> list[Path]:
+    files = [p for top in LAYERS[:-1] for p in sorted((REPO / top).rglob("*.py"))]
+    return files + [REPO / "exag_cli.py"]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> list[tuple[str, int]]:
+    """(module, line) of every import in the file, relative ones resolved, wherever in the file they are."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                found.append((".".join(base + ([node.module] if node.module else [])), node.lineno))
+            else:
+                found.append((node.module, node.lineno))
+    return found
+
+
+def layer(module: str) -> int | None:
+    top = module.split(".")[0]
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+def test_no_import_runs_up_the_layers():
+    upward = []
+    for path in python_files():
+        rel = path.relative_to(REPO).as_posix()
+        own = layer(module_name(path))
+        for module, line in imported_modules(path):
+            target = layer(module)
+            if target is not None and target > own and SHIMS.get(rel) != module:
+                upward.append(f"{rel}:{line} imports {module} ({LAYERS[own]} is below {LAYERS[target]})")
+    assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_the_shims_are_shims():
+    """Each allowed exception is only a deprecation shim: a warning and a re-export of the new module."""
+    for rel, new in SHIMS.items():
+        text = (REPO / rel).read_text(encoding="utf-8")
+        assert "DeprecationWarning" in text and f"from {new} import *" in text, rel
+        assert len(text.splitlines()) <= 10, f"{rel} is more than a shim"
+
+
+IMPORT_FROM = re.compile(r"""\b(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']""")
+BARE_IMPORT = re.compile(r"""(?:^|;)\s*import\s*["']([^"']+)["']""", re.MULTILINE)
+DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*["']([^"']+)["']\s*\)""")
+
+
+def js_imports(path: Path) -> list[Path]:
+    """The page's own modules a module imports (relative specifiers; the vendored client is a plain script)."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    specifiers = IMPORT_FROM.findall(text) + BARE_IMPORT.findall(text) + DYNAMIC_IMPORT.findall(text)
+    return [(path.parent / s).resolve() for s in specifiers if s.startswith(".")]
+
+
+def test_the_page_imports_no_cycle():
+    graph = {p.resolve(): js_imports(p) for p in FRONTEND_JS.rglob("*.js")}
+    assert len(graph) > 10 and sum(map(len, graph.values())) > 10, "the page's imports were not read"
+    missing = [f"{m.relative_to(REPO)} -> {t.relative_to(REPO)}"
+               for m, targets in graph.items() for t in targets if t not in graph]
+    assert not missing, f"imports of modules that are not there: {missing}"
+    done: set[Path] = set()
+
+    def visit(module: Path, path: list[Path]) -> None:
+        if module in path:
+            cycle = path[path.index(module):] + [module]
+            raise AssertionError("import cycle: " + " -> ".join(str(m.relative_to(FRONTEND_JS)) for m in cycle))
+        if module in done:
+            return
+        for target in graph[module]:
+            visit(target, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def server_lines() -> dict[str, int]:
+    """Lines per server file, as `wc -l` counts them."""
+    return {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8").count("\n")
+            for p in sorted(SERVER.rglob("*.py"))}
+
+
+def test_no_server_file_is_above_the_limit():
+    long = {name: n for name, n in server_lines().items() if n > MAX_FILE_LINES}
+    assert not long, f"server files above {MAX_FILE_LINES} lines (split them along a concept): {long}"
+
+
+def test_server_is_under_the_total_limit():
+    lines = server_lines()
+    assert sum(lines.values()) < MAX_TOTAL_LINES, (
+        f"server/ holds {sum(lines.values())} lines, the limit is {MAX_TOTAL_LINES}; the largest: "
+        + ", ".join(f"{name} {n}" for name, n in sorted(lines.items(), key=lambda item: -item[1])[:5]))
