@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 
 from .frames import CONTROLLED, Frames, arms_of, sham, starts_with, with_block
-from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, mean_ci, mean_test, rate, rate_of,
-                    relabel_test)
+from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, join_notes, mean_ci, mean_test, rate,
+                    rate_of, relabel_test)
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
 PAIRED = ("paired test over participants of their own with- minus no-explanation win rate: "
@@ -110,7 +110,7 @@ def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
     score = clustered_difference(both["score"], both["shows"], both["cluster"])
     cells = {"with_expl": cell(with_expl), "no_expl": cell(no_expl), "group_baseline": cell(baseline)}
     minus = {key: _minus(cells["with_expl"][key], cells["no_expl"][key]) for key in ("score", "win_rate")}
-    notes = [n for n in (win.get("note"), score.get("note")) if n]
+    note = join_notes(win.get("note"), score.get("note"))
     return {"mode": mode, "arms": sorted(games["arm"].unique().tolist()), **cells,
             "improvement_paper": paper_improvement(cells["with_expl"], paper_baseline),
             "improvement": {**minus, "score_ci": score["ci"], "win_rate_ci": win["difference_ci"],
@@ -122,7 +122,7 @@ def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
             "p_value": win["p_value"], "test": win["test"], "p_value_clustered": win["p_value_clustered"],
             "test_clustered": win["test_clustered"], "p_value_score_clustered": score["p_value"],
             "test_score_clustered": score["method"], "n_participants": int(games["cluster"].nunique()),
-            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+            **({"note": note} if note else {})}
 
 
 def between_arms(games: pd.DataFrame) -> dict:
@@ -207,12 +207,12 @@ def control_group(games: pd.DataFrame, control_arms: list[str]) -> dict:
     differences = own_difference(control, even)
     paired = mean_test(differences) if len(differences) else \
         {"p_value": None, "note": "no control participant played both even and odd blocks"}
-    notes = [n for n in (result.get("note"), paired.get("note")) if n]
+    note = join_notes(result.get("note"), paired.get("note"))
     return {"arms": control_arms, "even_blocks": cell(control[even == 1]), "odd_blocks": cell(control[even == 0]),
             "blocks": CONTROL_BLOCKS,
             **{k: result[k] for k in ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test")},
             "p_value_clustered": paired["p_value"], "test_clustered": CONTROL_PAIRED,
-            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+            **({"note": note} if note else {})}
 
 
 def net_of_practice(games: pd.DataFrame) -> dict:
@@ -234,13 +234,13 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     difference = own.to_numpy()
     arm = known.groupby("cluster")["expl_arm"].max().reindex(own.index).to_numpy() == 1
     tested = relabel_test(lambda group, rest: difference[group].mean(-1) - difference[rest].mean(-1), arm)
-    notes = [n for n in (fitted.get("note"), tested.get("note")) if n]
+    note = join_notes(fitted.get("note"), tested.get("note"))
     return {"model": "won ~ with_block + explanation_arm + with_block:explanation_arm (with_block: a block that "
                      "shows explanations in the participant's order, even for abab, odd for baba)", **fitted,
             "p_value": tested["p_value"],
             "test": "participants' own with-block minus other-block win rate, explanation arms vs the others: "
                     + tested["test"],
-            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+            **({"note": note} if note else {})}
 
 
 def controlled(frames: Frames) -> dict:

@@ -23,7 +23,9 @@ from matplotlib.figure import Figure
 from .bootstrap import METHOD as BOOTSTRAP
 from .correctness import POST_HOC
 from .frames import sham
+from .paper import PAPER
 from .points import INTERVAL, TEST_VS_BASELINE
+from .scales import RATINGS
 
 FIGURES = ("fig5_adoption", "fig6_ratings", "fig7_win_by_helpfulness", "fig8_difficulty_by_rating",
            "fig9_win_by_correctness", "fig10_answer_correctness")
@@ -32,12 +34,9 @@ DPI = 110
 PANEL_SIZE = (4.3, 3.5)           # inches per panel
 COLORS = ("#1f5fa8", "#d0672a", "#2f8f46", "#8e44ad", "#b03a48", "#6b6b6b", "#c9a227")
 BASELINE_COLOR = "#7a7a7a"
-# the paper's short names for the rating scales (docs/research.md §1, the ExAG game)
-SHORT = {"Helping a lot": "Excellent", "Mostly helping": "Mostly Good", "Somewhat helpful": "Somewhat",
-         "Not helping much": "Not Much", "Completely confusing": "Confusing",
-         "Exactly on-point": "On-point", "Mostly on-point": "Mostly on-point", "Indifferent": "Indifferent",
-         "Somewhat off": "Somewhat off", "Completely wrong": "Wrong",
-         "correct": "correct", "somewhat correct": "somewhat", "completely wrong": "wrong"}
+TICK_CHARS = 11                   # a category's tick label longer than this takes two lines
+LEGEND_WIDTH = 1.7                # inches beside each panel whose legend sits outside its axes (Fig. 9)
+LEGEND_CHARS = 26                 # a legend entry beside the axes wraps at this width
 MODE_NAMES = {"overall": "Overall", "overall_inc_none": "Overall inc. no-expl. group", "attention": "Attention",
               "relqa": "RelQAs", "both": "Both", "objscene": "ObjScene", "nle": "NLE", "introspect": "Introspect",
               "none": "WithoutExpl", "attention-shuffled": "Sham: attention shuffled",
@@ -73,8 +72,15 @@ def mode_name(mode: str) -> str:
 
 
 def _label(text) -> str:
-    text = SHORT.get(str(text), str(text))
-    return "\n".join(textwrap.wrap(text, 11)) or text
+    """A category's tick label: the scale's own words as the players and raters clicked them (the report's
+    "rating" values, from game/settings.py and explainers/scales.py); one longer than TICK_CHARS is split
+    between words into two lines as even as can be ("Helping / a lot", "Completely / confusing")."""
+    text = str(text)
+    words = text.split()
+    if len(text) <= TICK_CHARS or len(words) < 2:
+        return text
+    cut = min(range(1, len(words)), key=lambda i: max(len(" ".join(words[:i])), len(" ".join(words[i:]))))
+    return f"{' '.join(words[:cut])}\n{' '.join(words[cut:])}"
 
 
 def _fmt_p(p) -> str:
@@ -99,8 +105,10 @@ def _n_range(points: list[dict], key: str = "n_games") -> str:
 
 # --- drawing helpers -----------------------------------------------------------------------------------
 
-def _figure(panels: int, rows: int = 1, sharey: bool = False) -> tuple[Figure, list]:
-    figure = Figure(figsize=(PANEL_SIZE[0] * panels, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
+def _figure(panels: int, rows: int = 1, sharey: bool = False, extra_width: float = 0.0) -> tuple[Figure, list]:
+    """`extra_width`: inches more per panel, for what sits beside its axes (a legend outside them)."""
+    figure = Figure(figsize=((PANEL_SIZE[0] + extra_width) * panels, PANEL_SIZE[1] * rows + 0.4),
+                    layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.subplots(rows, panels, squeeze=False, sharey=sharey).ravel().tolist()
     return figure, axes
@@ -150,6 +158,14 @@ def _errorbars(ax, points: list[dict], ykey: str, *, color: str, label: str | No
             ax.annotate(f"{nlabel}{int(n)}", (x, y + high), textcoords="offset points", xytext=(0, 3), ha="center",
                         fontsize=6.5, color=color)
     return True
+
+
+def _legend_beside(ax) -> None:
+    """The legend to the right of the axes, where it cannot cover a point, a bar or the baseline's band;
+    constrained layout keeps it inside the figure (the figure is LEGEND_WIDTH wider per panel for it)."""
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, [textwrap.fill(label, LEGEND_CHARS) for label in labels], fontsize=6.5, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def _corner(ax, text: str) -> None:
@@ -238,12 +254,12 @@ def scopes(report: dict, key: str) -> list[tuple[str | None, object]]:
     return [(None, section)]
 
 
-def _rows(scoped: list, panels_of) -> tuple[Figure, list[list]]:
+def _rows(scoped: list, panels_of, extra_width: float = 0.0) -> tuple[Figure, list[list]]:
     """A figure with one row of panels per scope, as wide as the widest row; the unused places left empty
     (their axes removed, so the layout engine has nothing to place there)."""
     counts = [max(1, panels_of(section)) for _, section in scoped]
     width = max(counts)
-    figure, axes = _figure(width, rows=len(scoped))
+    figure, axes = _figure(width, rows=len(scoped), extra_width=extra_width)
     grid = [axes[r * width:(r + 1) * width] for r in range(len(scoped))]
     for row, n in zip(grid, counts):
         for ax in row[n:]:
@@ -422,7 +438,7 @@ def fig8_difficulty_by_rating(report: dict) -> Figure:
 
 def fig9_win_by_correctness(report: dict) -> Figure:
     scoped = scopes(report, "by_correctness")
-    figure, grid = _rows(scoped, lambda section: 2)
+    figure, grid = _rows(scoped, lambda section: 2, extra_width=LEGEND_WIDTH)
     letters = iter(LETTERS)
     for (kind, section), axes in zip(scoped, grid):
         top = missing(section, "win rates by correctness")
@@ -447,7 +463,7 @@ def fig9_win_by_correctness(report: dict) -> Figure:
             _categories(ax, [p.get("rating") for p in max(by.values(), key=len)])
             _percent_axis(ax, "win rate")
             ax.set_xlabel(f"explanation correctness\n{_trend_text(data.get('trend'), 'overall trend')}", fontsize=7.5)
-            ax.legend(fontsize=6.5, loc="lower left")
+            _legend_beside(ax)            # a line per explainer and the baseline's band leave no free corner
     kappas = [(kind, section.get("agreement")) for kind, section in scoped if _usable(section)]
     text = "\n".join(f"{kind + ': ' if kind else ''}raters vs automatic: weighted kappa {k['weighted_kappa']:.2f} "
                      f"(n={k.get('n_items', 0)} items)" for kind, k in kappas
@@ -580,11 +596,21 @@ def _method(report: dict, key: str, field: str, default: str) -> str:
     return default
 
 
+def scale_note() -> str:
+    """Said once (Fig. 6's caption): the figures label every rating with the players' and raters' own words,
+    and the paper's figures named the helpfulness scale's points differently."""
+    paper = PAPER.get("rating_names") or ()
+    said = "" if tuple(paper) in ((), tuple(RATINGS)) else (
+        f" (the paper's figures name the same points {', '.join(paper)})")
+    return (f"Every rating in Figs. 6-9 is labelled with the words the player or rater clicked; the players' "
+            f"helpfulness scale: {', '.join(RATINGS)}{said}.")
+
+
 def _caption6(report: dict) -> str:
     base = ("Fig. 6. Histograms of the ratings: (a) the players' helpfulness ratings of rounds with explanations, "
             "per mode; (b) explanation correctness of the secret image's explanations, graded automatically and "
             "by independent raters; (c) answer correctness, automatic and by raters. Bars are shares; the number "
-            "above each bar is its count.")
+            f"above each bar is its count. {scale_note()}")
 
     def details(hist: dict) -> str:
         counts = {mode_name(m): sum(b.get("count") or 0 for b in h)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .figures import FIGURES, caption, mode_name, scopes
 from .preregistered import describe
-from .stats import UNCALIBRATED_Z
+from .stats import UNCALIBRATED_Z, join_notes
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1180px;padding:0 1em;color:#222}
@@ -85,6 +85,19 @@ def _missing(section) -> str | None:
     return None
 
 
+def _note(*notes) -> str:
+    """A cell's note on a line of its own, each sentence once (stats.join_notes), or '' when there is none."""
+    text = join_notes(*notes)
+    return f'<br><span class="muted small">{_e(text)}</span>' if text else ""
+
+
+def _two_cis(score_ci, win_rate_ci) -> str:
+    """'[-0.52, 1.10] / [-3.1, 5.2]': the score's and the win rate's intervals under their 'score / win rate'
+    line; a dash for one not computed, and '' when neither was (never a '/' with nothing beside it)."""
+    score, win = _ci(score_ci, False, 2).strip(), _ci(win_rate_ci).strip()
+    return f"{score or DASH} / {win or DASH}" if score or win else ""
+
+
 def _rate(cell, key: str = "win_rate", with_score: bool = False) -> str:
     """'6.23 / 66.7% [61.2, 71.8] (n=210)' for a report cell."""
     if not isinstance(cell, dict) or not cell.get("n_games") and not cell.get("n"):
@@ -120,8 +133,7 @@ def table1(controlled, paper: dict | None = None) -> str:
     paired_test = next((w["test"] for w in (r.get("improvement_within_participants") for r in rows)
                         if isinstance(w, dict) and w.get("test")), "its method is not in the report")
     for r in rows:
-        note = f'<br><span class="muted small">{_e(r["note"])}</span>' if r.get("note") else ""
-        body.append([f"{_e(mode_name(str(r.get('mode'))))}{note}",
+        body.append([f"{_e(mode_name(str(r.get('mode'))))}{_note(r.get('note'))}",
                      _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
                      _rate(r.get("group_baseline"), with_score=True), _paper_improvement(r.get("improvement_paper")),
                      _with_minus_without(r.get("improvement")),
@@ -215,14 +227,15 @@ def balance_section(design) -> str:
 def _paper_improvement(imp) -> str:
     """The paper's "Overall Improv" of a row, to two decimals like the paper's column."""
     imp = imp or {}
-    note = f'<br><span class="muted small">{_e(imp["note"])}</span>' if imp.get("note") else ""
-    return f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 2, 100)} pts{note}"
+    return f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 2, 100)} pts{_note(imp.get('note'))}"
 
 
 def _with_minus_without(imp) -> str:
     imp = imp or {}
-    out = (f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 1, 100)} pts<br>"
-           f"<span class=\"muted small\">{_ci(imp.get('score_ci'), False, 2)} /{_ci(imp.get('win_rate_ci'))}</span>")
+    out = f"{_signed(imp.get('score'))} / {_signed(imp.get('win_rate'), 1, 100)} pts"
+    cis = _two_cis(imp.get("score_ci"), imp.get("win_rate_ci"))
+    if cis:
+        out += f'<br><span class="muted small">{cis}</span>'
     if isinstance(imp.get("odds_ratio"), (int, float)):
         odds = f'OR {_num(imp["odds_ratio"])}{_ci(imp.get("odds_ratio_ci"), False, 2)}'
         out += f'<br><span class="muted small">{odds}</span>'
@@ -234,10 +247,10 @@ def _within_participants(within) -> str:
     within = within or {}
     if not within.get("n_participants"):
         return '<span class="muted small">no participant played both ways</span>'
-    note = f"<br>{_e(within['note'])}" if within.get("note") else ""
+    cis = _two_cis(within.get("score_ci"), within.get("win_rate_ci"))
     return (f"{_signed(within.get('score'))} / {_signed(within.get('win_rate'), 1, 100)} pts<br>"
-            f"<span class=\"muted small\">{_ci(within.get('score_ci'), False, 2)} /{_ci(within.get('win_rate_ci'))}"
-            f"<br>paired test {_p_is(within.get('p_value'))} (n={_e(within.get('n_participants'))}){note}</span>")
+            f"<span class=\"muted small\">{cis + '<br>' if cis else ''}paired test {_p_is(within.get('p_value'))} "
+            f"(n={_e(within.get('n_participants'))})</span>{_note(within.get('note'))}")
 
 
 def at_will_section(at_will) -> str:

@@ -30,4 +30,7 @@ PAPER = {
                              "p_value_is_bound": True}},
     "answer_correctness": {"p_value": 0.013},
     "correlations": {"relqa": 0.37, "attention": 0.33},
+    # the paper's figures name the helpfulness scale's points by short names of their own, best first; the
+    # report's figures use the players' words (game/settings.py RATINGS) and say this once (Fig. 6's caption)
+    "rating_names": ("Excellent", "Mostly Good", "Somewhat", "Not Much", "Confusing"),
 }

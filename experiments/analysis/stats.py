@@ -32,7 +32,7 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from statsmodels.stats.weightstats import DescrStatsW
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
-from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, wild_cluster_test
+from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, too_few, wild_cluster_test
 
 ALPHA = 0.05
 MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
@@ -49,6 +49,14 @@ GEE_LOGIT_INDEPENDENT = ("odds ratio and its CI: logistic regression with partic
 LOGIT_CLUSTERED = ("odds ratio and its CI: logistic regression with participant-clustered robust standard errors "
                    "(statsmodels Logit, cov_type='cluster'); p-value: {wild}")
 LINEAR = "the same comparison as a linear model, "
+
+
+def join_notes(*notes) -> str | None:
+    """Several results' notes as one, each sentence once: a note of several parts ("a; b") is split into them
+    first, so two results that give the same reason (stats of one comparison, a row's win rate and score)
+    say it once. None when there is nothing to say."""
+    parts = [part.strip() for note in notes if note for part in str(note).split("; ")]
+    return "; ".join(dict.fromkeys(part for part in parts if part)) or None
 
 
 def _num(value) -> float | None:
@@ -199,8 +207,8 @@ def _with_wild_p(out: dict, y: np.ndarray, exog: pd.DataFrame, clusters: np.ndar
     design = sm.add_constant(exog, has_constant="add")
     tested = wild_cluster_test(y, design.to_numpy(), clusters, list(design.columns).index(term))
     if isinstance(tested, str):
-        note = "; ".join(n for n in (out.get("note"), f"no clustered p-value: {tested}") if n)
-        return {**out, "p_value": None, "method": method.format(wild="none"), "note": note}
+        why = tested if out["n_clusters"] < MIN_CLUSTERS else f"no clustered p-value: {tested}"   # too_few says so
+        return {**out, "p_value": None, "method": method.format(wild="none"), "note": join_notes(out.get("note"), why)}
     return {**out, "p_value": _num(tested.p_value), "method": method.format(wild=LINEAR + tested.method)}
 
 
@@ -257,8 +265,7 @@ def _unfittable(y: np.ndarray, x: pd.Series, n_clusters: int) -> str | None:
     if len(y) == 0:
         return "no data"
     if n_clusters < MIN_CLUSTERS:
-        return (f"too few participants for a clustered test ({n_clusters} < {MIN_CLUSTERS}: with so few no "
-                "participant-level test can say anything)")
+        return too_few(n_clusters)
     if x.nunique() < 2:
         return "the predictor does not vary (a group is empty)"
     if np.unique(y).size < 2:
@@ -295,7 +302,8 @@ def clustered_difference(y, x, clusters) -> dict:
     difference = float(y[x == 1].mean() - y[x == 0].mean())
     tested = wild_cluster_test(y, sm.add_constant(x, has_constant="add"), clusters, 1)
     if isinstance(tested, str):
-        return {**out, "difference": difference, "note": f"no clustered interval or p-value: {tested}"}
+        why = tested if n_clusters < MIN_CLUSTERS else f"no clustered interval or p-value: {tested}"  # too_few says so
+        return {**out, "difference": difference, "note": why}
     return {**out, "difference": difference, "ci": _pair(tested.ci) if tested.ci else None, "p_value": _num(tested.p_value),
             "method": tested.method}
 
@@ -311,12 +319,12 @@ def compare_rates(won, group, clusters) -> dict:
     naive = z_test(counts, sizes)
     gee = _gee_logit(won, pd.DataFrame({"group": group}), clusters, "group", with_p=False)   # its p: the difference's
     difference = clustered_difference(won, group, clusters)
-    notes = [n for n in (naive.get("note"), gee.get("note"), difference.get("note")) if n]
+    note = join_notes(naive.get("note"), gee.get("note"), difference.get("note"))
     return {"difference": difference["difference"], "difference_ci": difference["ci"],
             "odds_ratio": gee["odds_ratio"], "odds_ratio_ci": gee["odds_ratio_ci"],
             "p_value": naive["p_value"], "p_value_clustered": difference["p_value"],
             "test": Z_TEST, "test_clustered": difference["method"], "n_participants": gee["n_clusters"],
-            **({"note": "; ".join(dict.fromkeys(notes))} if notes else {})}
+            **({"note": note} if note else {})}
 
 
 def logit_test(y, exog: pd.DataFrame, term: str) -> dict:

@@ -59,6 +59,13 @@ class WildTest:
     n_clusters: int
 
 
+def too_few(n_clusters: int) -> str:
+    """Why no participant-level test is made below MIN_CLUSTERS participants: one sentence, word for word the
+    same wherever a result says it, so a cell joining several results' notes says it once (stats.join_notes)."""
+    return (f"fewer than {MIN_CLUSTERS} participants ({n_clusters}): with so few no participant-level test or "
+            "interval can say anything (the smallest p-value would be 1/4 or more), so none is reported")
+
+
 def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | str:
     """Tests coefficient `term` (a column of X, which holds the constant) = 0; a sentence instead when no
     test is possible (too few participants, a predictor that does not vary, a rank-deficient design)."""
@@ -67,8 +74,7 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
     n, k = X.shape
     G = int(codes.max()) + 1 if n else 0
     if G < MIN_CLUSTERS:
-        return (f"fewer than {MIN_CLUSTERS} participants ({G}): with so few no participant-level test can "
-                "say anything (the smallest p-value would be 1/4 or more), so none is reported")
+        return too_few(G)
     if n <= k or np.linalg.matrix_rank(X) < k:
         return "the predictors do not vary enough to be told apart (a group is empty or two coincide)"
     order = np.argsort(codes, kind="stable")                 # rows grouped by participant
