@@ -57,6 +57,15 @@ class GameState:
         return cls(**data)
 
 
+def questions_allowed(state: GameState) -> int:
+    """The questions the player can still ask: what is left of the game's limit (`max_questions`), and no more
+    than the points pay for at the question's cost (explanations bought would leave fewer)."""
+    left = state.settings.max_questions - len(state.rounds)
+    if state.settings.question_cost > 0:
+        left = min(left, state.points // state.settings.question_cost)
+    return max(left, 0)
+
+
 def player_view(state: GameState) -> dict:
     """Everything the player may see now: never the secret (nor anything that points to it) before the
     game is finished."""
@@ -67,7 +76,8 @@ def player_view(state: GameState) -> dict:
             "with_explanations": state.with_explanations, "phase": state.phase,
             "rounds": [{"question": r.question, "answer": r.answer, "explained": r.explained, "cost": r.cost,
                         "rating": r.rating} for r in state.rounds],
-            "questions_left": state.settings.max_questions - len(state.rounds)}
+            "questions_left": state.settings.max_questions - len(state.rounds),
+            "questions_allowed": questions_allowed(state)}
     if state.phase == FINISHED:
         view.update(secret=state.tokens[state.secret], guess=state.tokens[state.guess], score=state.score,
                     won=state.won)

@@ -23,6 +23,7 @@ from flask_socketio import SocketIO
 from game.pool import GamePool
 from game.study import load_study
 
+from .admin import admin
 from .agents import AgentHandle, Agents
 from .config import LiveReport, ServerConfig
 from .embedded_redis import EmbeddedRedis
@@ -85,6 +86,7 @@ def create_app(config: ServerConfig | None = None, live_report: LiveReport | Non
         app = Flask(__name__, static_folder=str(FRONTEND), static_url_path="/static")
         app.config.update(SECRET_KEY=config.secret_key, MAX_CONTENT_LENGTH=64 * 1024)
         app.register_blueprint(pages)
+        app.register_blueprint(admin)     # the researcher's console
         socketio = SocketIO(app, async_mode=ASYNC_MODE, max_http_buffer_size=64 * 1024, cors_allowed_origins=[],
                             ping_interval=10, ping_timeout=20, serializer=Frame,   # Frame: unreadable frames say why
                             # the queue on this Redis: every web process reaches every player

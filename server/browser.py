@@ -25,3 +25,9 @@ def key(cookie: str | None) -> str | None:
     if not isinstance(cookie, str) or not ID.fullmatch(cookie):
         return None
     return hashlib.sha256(f"exag-browser:{cookie}".encode()).hexdigest()[:32]
+
+
+def anonymous_id(browser_key: str, study: str, arm: str | None) -> str:
+    """A demo study's (`choose_arm`) id for a browser that joins without one: the same for its every tab, so they
+    go on with one participant; a hash of the stored key, so the id (in URLs, exports) tells nothing of the cookie."""
+    return "anon-" + hashlib.sha256(f"exag-anonymous:{study}:{arm or ''}:{browser_key}".encode()).hexdigest()[:12]

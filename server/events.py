@@ -30,7 +30,6 @@ import redis
 from flask import request
 from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room, leave_room
 from redis.exceptions import LockError
-from socketio import RedisManager
 from socketio import packet as sio_packet
 
 from game.rules import RuleError
@@ -38,6 +37,7 @@ from game.rules import RuleError
 from . import browser
 from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
+from .release import EvictingQueue, binding_room, room_of
 from .schemas import SCHEMAS, SchemaError, validate
 from .store import MAX_CONNECTIONS, Store, StoredJSON
 from .throttle import Throttle
@@ -52,15 +52,16 @@ CPU_FLUSH_S = 1.0                            # how often a web process adds its 
 STORED_MARK = "\x00exag:stored-json"         # where as_text puts stored text (a player's text holds no NUL)
 
 
-def message_queue(redis_url: str) -> RedisManager:
+def message_queue(redis_url: str) -> EvictingQueue:
     """The Socket.IO message queue on the game's Redis (`SocketIO(client_manager=...)`): an emit is delivered
     to this process's clients at once and published for the other web processes on the same Redis, which
     deliver it to theirs. Given as a client manager, not as Flask-SocketIO's `message_queue=` URL, which
-    sends any URL but redis:// and rediss:// to Kombu: redis-py reads the embedded Redis's unix:// URL."""
+    sends any URL but redis:// and rediss:// to Kombu: redis-py reads the embedded Redis's unix:// URL. Closing
+    a room disconnects its connections on every process: a researcher's release (server/release.py)."""
     # redis-py's default pool of 100 connections ran out under a crowd (every handler thread publishes its
     # emit): python-socketio then logged "Cannot publish to redis... retrying" and reconnected, thousands of
     # times a minute at 200 players; the pool is as large as the store's
-    return RedisManager(redis_url, channel=MESSAGE_QUEUE_CHANNEL, redis_options={"max_connections": MAX_CONNECTIONS})
+    return EvictingQueue(redis_url, channel=MESSAGE_QUEUE_CHANNEL, redis_options={"max_connections": MAX_CONNECTIONS})
 
 
 class UnreadableFrame(ValueError):
@@ -161,10 +162,6 @@ def as_text(view: dict) -> str:
     return text.replace(mark, stored.text)
 
 
-def room_of(who: tuple[str, str]) -> str:
-    return f"participant:{who[0]}:{who[1]}"
-
-
 def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig) -> CpuAccount:
     """The handlers, on `socketio`; returns the process's CPU account (closed with the app)."""
     cpu = CpuAccount(store.redis)
@@ -247,14 +244,15 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
             try:
                 data = validate(event, payload)
                 if event == "join":
-                    old = connections.get(sid)
-                    who, view, message = play.join(data, request.cookies.get(browser.COOKIE),   # the handshake's
-                                                   joined_on_this_connection=old)
+                    old, cookie = connections.get(sid), request.cookies.get(browser.COOKIE)   # the handshake's
+                    who, view, message = play.join(data, cookie, joined_on_this_connection=old)
                     connections[sid] = who
                     if old != who:
                         if old is not None:
                             leave_room(room_of(old))
+                            leave_room(binding_room(old, browser.key(cookie)))
                         join_room(room_of(who))
+                        join_room(binding_room(who, browser.key(cookie)))   # what a release closes
                     emit("state", as_text(view), to=room_of(who))
                     if message:
                         emit("error", {"event": event, "message": message})
@@ -265,6 +263,7 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                 if not play.still_bound(who, request.cookies.get(browser.COOKIE)):
                     connections.pop(sid, None)      # released and taken over elsewhere: this tab is done
                     leave_room(room_of(who))
+                    leave_room(binding_room(who, browser.key(request.cookies.get(browser.COOKIE))))
                     raise PlayError(ANOTHER_BROWSER)
                 if event in ANSWERED_TO_SENDER:     # a read: only the asking tab gets the answer
                     emit(ANSWERED_TO_SENDER[event], as_text(getattr(play, event)(who, data)))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import secrets
 import time
 
 from redis.exceptions import LockError
@@ -31,6 +30,7 @@ from .check_stages import CheckStages
 from .completion import completion_code
 from .participation import (ATTENTION_CHECK, CONSENT, DONE, GAME, INSTRUCTIONS, QUESTIONNAIRE_STAGE, SCREENED_OUT,
                             PlayError)
+from .release import note_bound_elsewhere
 
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
@@ -41,6 +41,7 @@ ANOTHER_BROWSER = ("this participation is already open in another browser; ask t
                    "if you changed device")
 ANOTHER_SESSION = ("this participant id is already taking part under another session; use the link of your own "
                    "session, or ask the researcher to release it")
+PARTICIPATION_OVER = "this participation is already finished: you have taken part in this study. Thank you!"
 
 
 class Play(CheckStages):
@@ -63,16 +64,20 @@ class Play(CheckStages):
         if bound_to is None:
             raise PlayError(NO_COOKIE)
         study, status = self._study(payload["study"])
-        pid, ids = self._participant_id(payload, study)
+        pid, ids = self._participant_id(payload, study, bound_to)
         binding = {"browser": bound_to, "session": next((ids[k] for k in SESSION_IDS if k in ids), None)}
         with self.store.locked(study.study_id, pid) as held:
             participant = self.store.participant(study.study_id, pid)
             if participant is not None:
-                rebound = participant.get("binding") is None   # released by the researcher (or joined unbound)
-                if not rebound and participant["binding"]["browser"] != binding["browser"]:
-                    raise PlayError(ANOTHER_BROWSER)
-                if not rebound and participant["binding"]["session"] != binding["session"]:
-                    raise PlayError(ANOTHER_SESSION)
+                bound = participant.get("binding")
+                rebound = bound is None   # released by the researcher (or joined unbound)
+                refused = (None if rebound else ANOTHER_BROWSER if bound["browser"] != binding["browser"]
+                           else ANOTHER_SESSION if bound["session"] != binding["session"] else None)
+                if refused:
+                    if participant["stage"] not in (DONE, SCREENED_OUT):   # the console offers its release
+                        note_bound_elsewhere(self.store, study.study_id, pid)
+                    # a finished participation is over wherever it is opened: say so, not "open in another browser"
+                    raise PlayError(PARTICIPATION_OVER if participant["stage"] in (DONE, SCREENED_OUT) else refused)
                 participant.update(binding=binding, last_seen=time.time())
                 # a connection that already joined this participant logs no second rejoin: a page joins once
                 # per connection, and a join flood must not grow the study's event log
@@ -107,13 +112,13 @@ class Play(CheckStages):
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
     @staticmethod
-    def _participant_id(payload: dict, study: StudyConfig) -> tuple[str, dict]:
+    def _participant_id(payload: dict, study: StudyConfig, browser_key: str) -> tuple[str, dict]:
         ids = {k: v for k, v in payload.items() if k not in ("study", "arm")}
         for field, source in EXTERNAL_IDS.items():
             if field in ids:
                 return f"{source}:{ids[field]}", ids
-        if study.choose_arm:   # demos and pilots: an anonymous player gets an id to resume with
-            return f"pid:anon-{secrets.token_hex(6)}", ids
+        if study.choose_arm:   # demos and pilots: an anonymous player gets the id of their browser (its tabs share it)
+            return f"pid:{browser.anonymous_id(browser_key, study.study_id, payload.get('arm'))}", ids
         raise PlayError("this link has no participant id (pid, PROLIFIC_PID or workerId); use the link you were given")
 
     def _assign(self, study: StudyConfig, status: str, wanted: str | None) -> dict:

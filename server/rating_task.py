@@ -27,6 +27,7 @@ from .schemas import ID
 from .store import EVENTS, Store
 
 RATERS_PER_ITEM = 3
+MAX_RATERS_PER_REQUEST = 500           # links one request issues (a lab's raters, not a crowd's)
 CURSOR, ITEMS, PENDING = "exag:rate:cursor", "exag:rate:items", "exag:rate:pending"
 LINK_KEY = "exag:rate:link-key"        # the key rater links are signed with
 BROWSERS = "exag:rate:browsers"        # browser key -> the rater that browser rates as
@@ -55,6 +56,18 @@ class RatingTask:
             self._link_key = self.store.redis.get(LINK_KEY).encode()
         digest = hmac.new(self._link_key, f"rater:{rater}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    @staticmethod
+    def rater_ids(sent) -> list[str]:
+        """The rater ids a request names (POST /admin/raters `raters`): text, ids separated by spaces or commas,
+        or a list of ids; each once, in order. RatingError says what is wrong."""
+        raters = sent.replace(",", " ").split() if isinstance(sent, str) else sent
+        if not (isinstance(raters, list) and raters and all(isinstance(r, str) and ID.fullmatch(r) for r in raters)):
+            raise RatingError("give rater ids of 1-64 letters, digits, '_', '-' or '.' (text separated by spaces or "
+                              "commas, or a JSON list of strings)")
+        if len(raters) > MAX_RATERS_PER_REQUEST:
+            raise RatingError(f"at most {MAX_RATERS_PER_REQUEST} rater ids at once, not {len(raters)}")
+        return list(dict.fromkeys(raters))
 
     def link(self, rater: str) -> str:
         """The rating page's link for this rater (relative to the server's URL)."""

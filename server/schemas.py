@@ -24,6 +24,7 @@ class Field:
     pattern: re.Pattern | None = None
     minimum: int | None = None      # integers: the smallest and largest allowed
     maximum: int | None = None
+    too_long: str | None = None     # the refusal of a longer text, for the player: {length} and {limit} filled in
 
 
 def _id(required: bool = False) -> Field:
@@ -36,7 +37,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "join": {"study": _id(True), "arm": Field(str, False, 64), **{name: _id() for name in PARTICIPANT_IDS}},
     "consent": {"agree": Field(bool)},
     "begin": {},
-    "ask": {"game_id": _id(True), "question": Field(str, True, MAX_QUESTION_CHARS)},
+    "ask": {"game_id": _id(True), "question": Field(str, True, MAX_QUESTION_CHARS, too_long=(
+        "your question is longer than {limit} characters (it has {length}); please shorten it"))},
     "explain": {"game_id": _id(True)},
     "rate": {"game_id": _id(True), "rating": Field(str, True, 64)},
     "guess": {"game_id": _id(True), "image": _id(True)},
@@ -84,6 +86,8 @@ def validate(event: str, payload) -> dict:
         if isinstance(value, str):
             check_text(f"{event}: {name}", value)
         if spec.max_length is not None and len(value) > spec.max_length:
+            if spec.too_long:      # refused whole, never cut: a cut question would be answered as another
+                raise SchemaError(spec.too_long.format(length=len(value), limit=spec.max_length))
             raise SchemaError(f"{event}: {name} is longer than {spec.max_length} characters")
         if (spec.minimum is not None and value < spec.minimum) or (spec.maximum is not None and value > spec.maximum):
             raise SchemaError(f"{event}: {name} must be from {spec.minimum} to {spec.maximum}")

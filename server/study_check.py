@@ -1,8 +1,9 @@
 """Whether a study can run on this server, checked before it is accepted (from a study file at start or
-from the admin form): the config itself (StudyConfig and GameSettings validate their fields), then what
-only the server knows: the pool is large enough, the study's agent has a checkpoint here, no explainer it
-shows is one the inference workers could not load (they publish what they loaded, server/rounds.py), and an
-image set can really be chosen at its difficulty (a dry run). Nothing here loads a model or imports torch.
+from the admin form): the config itself (StudyConfig and GameSettings validate their fields; `check_fields`
+the types and sizes JSON leaves open), then what only the server knows: the pool is large enough, the
+study's agent has a checkpoint here, no explainer it shows is one the inference workers could not load (they
+publish what they loaded, server/rounds.py), and an image set can really be chosen at its difficulty (a dry
+run). Nothing here loads a model or imports torch.
 
 Beside it: a study already on the server keeps its pre-registration (`check_unchanged`), and a paid study
 that plays a public agent is warned of (`paid_study_warnings`: the admin page and `exag serve` show it)."""
@@ -30,8 +31,29 @@ PRIVATE_AGENT = ("Train a private agent, e.g. `exag train agent --preset medium 
                  "/srv/agents/private-medium`, and name it in the study: \"agent\": \"/srv/agents/private-medium\".")
 
 
+MAX_GAMES = 1_000          # one participant's games (the paper's studies have 20): more is a slip of the keyboard
+MAX_TEXT_CHARS = 2_000     # a title, a completion code, a redirect URL
+
+
+def check_fields(study: StudyConfig) -> None:
+    """What StudyConfig leaves to its users (JSON gives any type): its counts are whole numbers of a sane size
+    (every export format holds them), its switches true or false, its texts text."""
+    for name in ("sessions", "games_per_session"):
+        if type(getattr(study, name)) is not int:
+            raise ValueError(f"{name} must be a whole number, not {getattr(study, name)!r}"[:200])
+    if study.games > MAX_GAMES:
+        raise ValueError(f"sessions x games_per_session: at most {MAX_GAMES} games per participant, not {study.games}")
+    for name in ("nle", "choose_arm"):
+        if type(getattr(study, name)) is not bool:
+            raise ValueError(f"{name} must be true or false, not {getattr(study, name)!r}"[:200])
+    for name in ("completion_code", "redirect_url", "title"):
+        if not isinstance(getattr(study, name), str) or len(getattr(study, name)) > MAX_TEXT_CHARS:
+            raise ValueError(f"{name} must be text of at most {MAX_TEXT_CHARS} characters")
+
+
 def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
     """Raises ValueError with the reason a participant of this study would fail."""
+    check_fields(study)
     settings = settings_named(study.kind, **study.settings)
     if settings.images > len(pool):
         raise ValueError(f"settings.images: a game of {settings.images} images needs a pool at least that large; "

@@ -15,11 +15,11 @@ WEB_MODULES = (
     "server.commands", "experiments.analyze", "experiments.benchmark", "experiments.benchmark.commands",
     "experiments.preregister", "experiments.simulate", "experiments.simulate.commands",
     # server/: the web app, the transport, and the supervision of this machine's workers
-    "server", "server.agents", "server.app", "server.browser", "server.check_stages", "server.completion",
-    "server.config", "server.embedded_redis", "server.events", "server.game_stage", "server.inference",
-    "server.locks", "server.participation", "server.play", "server.processes", "server.rating_task",
-    "server.rounds", "server.routes", "server.schemas", "server.serve", "server.store", "server.study_check",
-    "server.throttle", "server.torch_free",
+    "server", "server.admin", "server.agents", "server.app", "server.browser", "server.check_stages",
+    "server.completion", "server.config", "server.embedded_redis", "server.events", "server.game_stage",
+    "server.inference", "server.locks", "server.participation", "server.play", "server.processes",
+    "server.rating_task", "server.release", "server.rounds", "server.routes", "server.schemas", "server.serve",
+    "server.store", "server.study_check", "server.throttle", "server.torch_free",
     # what they read below them: the game's rules and study logic, the explainers' names and scales, the
     # world (the pool's scenes and renders) and the agents' checkpoints (located, never loaded)
     "game", "game.assignment", "game.checks", "game.export", "game.image_sets", "game.pool",

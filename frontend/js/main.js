@@ -12,6 +12,7 @@ import * as game from "./views/game.js";
 import * as instructions from "./views/instructions.js";
 import * as questionnaire from "./views/questionnaire.js";
 import * as screened_out from "./views/screened_out.js";
+import { closeZoomOf } from "./views/zoom.js";
 
 const VIEWS = {consent, instructions, comprehension, colour_screen, game, attention_check, questionnaire, done, screened_out};
 const JOIN_PARAMS = ["study", "pid", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId", "arm"];
@@ -100,6 +101,7 @@ function render() {
   const view = VIEWS[current.stage];
   const key = focusKey(document.activeElement) || (ctx.ui.busy ? null : focusBeforeBusy);
   stage.dataset.stage = current.stage;
+  if (current.stage !== "game") closeZoomOf(null);   // an image enlarged in a game that is over
   stage.replaceChildren(view ? view.render(current, ctx) : h("p", {text: `Unknown stage "${current.stage}".`}));
   const moveTo = view && view.focusTarget ? view.focusTarget(stage, current, previous, ctx) : null;
   const target = moveTo || (previous && previous.stage !== current.stage ? stage.querySelector("h1") : findFocus(key));
@@ -118,7 +120,9 @@ socket.on("connect", () => {
   socket.emit("join", joinPayload());
 });
 socket.on("disconnect", (reason) => {
-  if (reason !== "io client disconnect") banner.hidden = false;
+  // "io server disconnect": the server closed this tab on purpose (a researcher's release; its reason came
+  // as an error and is in the alert) and Socket.IO does not reconnect, so "reconnecting" would be untrue
+  if (reason !== "io client disconnect" && reason !== "io server disconnect") banner.hidden = false;
 });
 socket.on("connect_error", () => {
   banner.hidden = false;
@@ -149,11 +153,24 @@ socket.on("error", (error) => {
     ctx.ui.busy = null;
   }
   const message = error && typeof error.message === "string" ? error.message : "The server refused that.";
+  // a refused join (an unknown study or arm, another browser holds this participation, no cookie, a closed
+  // study): nothing to play, so the message is the whole page, once (not also in #alert)
+  if (!current && error && error.event === "join") {
+    hideAlert();
+    stage.dataset.stage = "refused";
+    stage.replaceChildren(refusedPage(message));
+    return;
+  }
   showAlert(message);
-  // a refused join (another browser holds this participation, no cookie, closed study): nothing to play
-  if (!current && error && error.event === "join") stage.replaceChildren(h("p", {class: "refused", text: message}));
   render();
 });
+
+function refusedPage(message) {
+  return h("section", {class: "page refused", role: "alert"},
+    h("h1", {text: "The game cannot open"}),
+    h("p", {id: "refused-message", class: "refused-message", text: message.charAt(0).toUpperCase() + message.slice(1)}),
+    h("p", {class: "hint", text: "If you think this is a mistake, contact the researcher who gave you the link."}));
+}
 
 document.addEventListener("keydown", (event) => {
   const view = current && VIEWS[current.stage];

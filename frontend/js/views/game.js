@@ -6,7 +6,7 @@ import { gridView } from "./grid.js";
 import { historyView } from "./history.js";
 import { explanationsOf } from "./round_explanations.js";
 
-const DEFAULT_MAX_QUESTION_CHARS = 300;
+const PROTOCOL_MAX_QUESTION_CHARS = 300;   // the server refuses longer questions whatever the study's setting (docs/protocol.md)
 
 // What the page remembers about the current game and the server does not need to know, among it the
 // earlier rounds' explanations (round_explanations.js).
@@ -57,7 +57,7 @@ export function render(state, ctx) {
   if (!game) return h("section", {}, h("h1", {tabindex: "-1", text: "Preparing the next game…"}));
   const ui = gameUi(ctx, game);
   const shown = shownRound(game, ui);
-  return h("div", {class: "game"},
+  return h("div", {class: `game phase-${game.phase}`},
     statusBar(state, game),
     h("div", {class: "game-layout"},
       h("div", {class: "game-main"}, gridView(game, ui, shown, ctx), secretPanel(game, shown)),
@@ -70,7 +70,8 @@ function statusBar(state, game) {
   const items = [
     h("span", {class: "stat"}, "Points left ", h("strong", {id: "points", text: String(game.points)})),
     h("span", {class: "stat", text: `A question costs ${plural(game.question_cost, "point")}`}),
-    h("span", {class: "stat", id: "questions-left", text: `${plural(game.questions_left, "question")} left`}),
+    // what the points pay for within the game's limit: the server's count (`questions_allowed`)
+    h("span", {class: "stat", id: "questions-left", text: `${plural(questionsAllowed(game), "question")} left`}),
   ];
   if (game.explanations_at_will) items.push(h("span", {class: "stat", text: `Explanations cost ${plural(game.explanation_cost, "point")} more`}));
   else if (game.with_explanations) items.push(h("span", {class: "stat highlight", text: "This game shows explanations"}));
@@ -79,6 +80,11 @@ function statusBar(state, game) {
     Number.isInteger(p.game_number) && p.games_total ? h("span", {class: "game-count", id: "game-count",
       text: `Game ${p.game_number + 1} of ${p.games_total}`}) : null,
     h("div", {class: "stats"}, items));
+}
+
+// A server from before `questions_allowed` sends only the game's limit (`questions_left`).
+function questionsAllowed(game) {
+  return Number.isInteger(game.questions_allowed) ? game.questions_allowed : game.questions_left;
 }
 
 function latestAnswer(game, ctx) {
@@ -103,22 +109,41 @@ function controls(state, game, ui, ctx) {
 
 function askForm(state, game, ui, ctx) {
   const setting = (state.instructions && state.instructions.setting) || {};
+  const limit = Math.min(setting.max_question_chars || PROTOCOL_MAX_QUESTION_CHARS, PROTOCOL_MAX_QUESTION_CHARS);
   const busy = Boolean(ctx.ui.busy);
   const broke = game.points < game.question_cost;
   const disabled = game.phase !== "asking" || game.questions_left <= 0 || broke || busy;
   const help = game.phase === "rating" ? "Rate the last answer before you ask again."
     : game.questions_left <= 0 ? "No questions left: make your guess."
     : broke ? "Not enough points for another question: make your guess." : "Press Enter to ask.";
+  // No maxlength: a browser would cut a longer paste silently (mid-word, and the agent then reads the
+  // fragment). The length is counted as the player types and a longer question is refused with a
+  // message here, as the server refuses it (server/schemas.py).
+  // counted as sent: without the spaces around it
+  const tooLong = (length) => `Your question is longer than ${limit} characters (it has ${length}); please shorten it.`;
+  const hint = h("p", {class: "hint", id: "question-help", text: help});
+  const count = h("span", {class: "char-count", id: "question-count", "aria-hidden": "true"});
+  const showCount = (text) => {
+    const length = text.trim().length;
+    count.textContent = `${length}/${limit}`;
+    count.classList.toggle("over", length > limit);
+    if (!disabled) hint.textContent = length > limit ? tooLong(length) : help;
+    hint.classList.toggle("over", !disabled && length > limit);
+  };
   const input = h("input", {
     id: "question", name: "question", type: "text", autocomplete: "off", value: ui.draft, disabled,
-    maxLength: setting.max_question_chars || DEFAULT_MAX_QUESTION_CHARS,
     placeholder: "e.g. Is there a red cube?", "aria-describedby": "question-help",
-    oninput: (event) => { ui.draft = event.target.value; },
+    oninput: (event) => {
+      ui.draft = event.target.value;
+      showCount(ui.draft);
+    },
   });
+  showCount(ui.draft);
   const submit = (event) => {
     event.preventDefault();
     const question = input.value.trim();
     if (!question) return ctx.alert("Type a question first.");
+    if (question.length > limit) return ctx.alert(tooLong(question.length));
     ctx.emit("ask", {game_id: game.game_id, question});
   };
   return h("form", {class: "ask-form", onsubmit: submit},
@@ -126,7 +151,7 @@ function askForm(state, game, ui, ctx) {
     h("div", {class: "ask-row"}, input,
       h("button", {id: "ask", type: "submit", class: "primary", disabled,
                    text: ctx.ui.busy === "ask" ? "Asking…" : `Ask (−${plural(game.question_cost, "point")})`})),
-    h("p", {class: "hint", id: "question-help", text: help}));
+    h("div", {class: "ask-meta"}, hint, count));
 }
 
 function ratingBox(state, game, ctx) {
@@ -198,6 +223,9 @@ export function focusTarget(root, state, previous, ctx) {
   const last = game.rounds[game.rounds.length - 1];
   const lastBefore = before && before.rounds[before.rounds.length - 1];
   if (game.phase === "rating" && (!before || before.phase !== "rating" || (lastBefore && lastBefore.explained !== last.explained))) {
+    // the whole box in view (below the sticky header: style.css scroll-padding), not just its first button
+    const box = root.querySelector(".rating-box");
+    if (box) box.scrollIntoView({block: "nearest"});
     return root.querySelector("button.rating");
   }
   if (game.phase === "asking" && (!before || before.phase !== "asking")) return root.querySelector("#question");
@@ -208,7 +236,7 @@ export function focusTarget(root, state, previous, ctx) {
 export function onKey(event, state, ctx) {
   const game = state.game;
   if (!game || game.phase !== "rating" || ctx.ui.busy) return;
-  if (event.altKey || event.ctrlKey || event.metaKey || (event.target.closest && event.target.closest("input, textarea, select"))) return;
+  if (event.altKey || event.ctrlKey || event.metaKey || (event.target.closest && event.target.closest("input, textarea, select, dialog"))) return;
   const rating = (state.ratings || [])[Number(event.key) - 1];
   if (!/^[1-9]$/.test(event.key) || !rating) return;
   event.preventDefault();

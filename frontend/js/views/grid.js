@@ -1,7 +1,9 @@
 // The image grid of a game: one focusable button.tile per image token. Attention explanations are drawn
-// over the image, other kinds for every image go in a compact block under the tile.
+// over the image, other kinds for every image go in a compact block under the tile. Each tile has a zoom
+// button beside the tile's own button (zoom.js): enlarging an image never selects it.
 import { h, safeUrl } from "../dom.js";
 import { renderExplanation } from "../explanations/index.js";
+import { closeZoomOf, openZoom } from "./zoom.js";
 
 const MANY_IMAGES = 6;   // from this many images on, tiles are smaller and wrap five to a row
 
@@ -18,6 +20,7 @@ function imageFor(gameId, url, alt) {
 }
 
 export function gridView(game, ui, shown, ctx) {
+  closeZoomOf(game.game_id);    // an enlarged image of a game that is over (another tab went on) closes
   const perImage = (shown && shown.explanations.for_every_image) || {};
   const hasOverlay = Object.values(perImage).some((list) => (list || []).some((e) => e.kind === "attention"));
   const count = game.images.length;
@@ -54,19 +57,32 @@ function tile(game, token, index, explanations, ui, shown, ctx) {
   const overlays = explanations.filter((e) => e.kind === "attention").map((e, k) =>
     renderExplanation(e, {mode: "overlay", cacheKey: `${game.game_id}/${shown.index}/${token}/${k}`}));
   const others = explanations.filter((e) => e.kind !== "attention");
+  const label = `Image ${index + 1}`;
   const button = h("button", {
     type: "button", class: classes.join(" "), dataset: {token},
     "aria-pressed": finished ? null : String(selected), "aria-disabled": finished ? "true" : null,
-    "aria-label": `Image ${index + 1}${badge ? `, ${badge.toLowerCase()}` : ""}${selected ? ", selected" : ""}`,
+    "aria-label": `${label}${badge ? `, ${badge.toLowerCase()}` : ""}${selected ? ", selected" : ""}`,
     onclick: () => {
       if (finished) return;
       ui.selected = token;
       ctx.rerender();
     },
   },
-  h("span", {class: "image-box"}, imageFor(game.game_id, game.image_urls[token], `Image ${index + 1}`), overlays),
-  h("span", {class: "tile-number", "aria-hidden": "true", text: String(index + 1)}),
-  badge ? h("span", {class: "tile-badge", "aria-hidden": "true", text: badge}) : null);
-  return h("div", {class: "tile-wrap"}, button,
+  h("span", {class: "image-box"}, imageFor(game.game_id, game.image_urls[token], label), overlays),
+  h("span", {class: "tile-number", "aria-hidden": "true", "data-keep-clear": true, text: String(index + 1)}),
+  badge ? h("span", {class: "tile-badge", "aria-hidden": "true", "data-keep-clear": true, text: badge}) : null);
+  const zoom = h("button", {
+    type: "button", class: "zoom-button", id: `zoom-${index + 1}`, "data-keep-clear": true,
+    "aria-label": `Enlarge image ${index + 1}${explanations.length ? " with its explanations" : ""}`,
+    title: "Enlarge", text: "⤢",
+    onclick: () => openZoom({
+      gameId: game.game_id, opener: `zoom-${index + 1}`, title: badge ? `${label}: ${badge}` : label,
+      src: safeUrl(game.image_urls[token]), alt: label, round: shown && explanations.length ? shown : null,
+      overlays: explanations.filter((e) => e.kind === "attention").map((e, k) =>
+        renderExplanation(e, {mode: "overlay", cacheKey: `${game.game_id}/${shown.index}/${token}/${k}/zoom`})),
+      panels: others.map((e) => renderExplanation(e, {mode: "panel"})),
+    }),
+  });
+  return h("div", {class: "tile-wrap"}, h("div", {class: "tile-frame", "data-overlay-scope": true}, button, zoom),
     others.length ? h("div", {class: "tile-explanations"}, others.map((e) => renderExplanation(e, {mode: "compact"}))) : null);
 }

@@ -1,0 +1,106 @@
+"""Releasing a participant (the console's Release, POST /admin/release): the participation's binding to its
+browser and session is cleared, so that the next join, from any browser, binds again; and every connection
+of the old binding is closed at once, on every web process, so that the old browser's idle tab receives none
+of the owner's states after the owner joins from a new one.
+
+Each connection that joins a participant enters two rooms (server/events.py): the participant's room, where
+their states go, and the room of their binding (participant and browser). A release closes the binding's
+room: this process disconnects its own connections in it, and the Socket.IO message queue (`EvictingQueue`)
+has every other web process disconnect theirs. A new browser's connections are in another binding's room, so
+a join that follows the release at once is never caught by it.
+
+Joins refused because the participation is bound elsewhere (another browser or session) are kept for the
+console, which offers their release: the latest BOUND_ELSEWHERE_KEPT per study, in a sorted set by time;
+like every refusal they never enter the study's event log (DESIGN.md, "Integrity").
+"""
+from __future__ import annotations
+
+import time
+
+from socketio import RedisManager
+
+from .store import Store
+
+RELEASED = ("the researcher released this participation, and this tab is closed; if you did not change device, "
+            "reload the page to go on here")
+BOUND_ELSEWHERE_KEPT = 100
+
+
+def room_of(who: tuple[str, str]) -> str:
+    """The participant's room: all their tabs, on every web process, get their states."""
+    return f"participant:{who[0]}:{who[1]}"
+
+
+def binding_room(who: tuple[str, str], browser_key: str) -> str:
+    """The room of the participant's connections from one browser (its `browser.key`)."""
+    return f"binding:{who[0]}:{who[1]}:{browser_key}"
+
+
+def disconnect_here(server, room: str) -> None:
+    """Disconnects this web process's connections in `room` (python-socketio's server)."""
+    for sid, _ in list(server.manager.get_participants("/", room)):
+        server.disconnect(sid, ignore_queue=True)
+
+
+class EvictingQueue(RedisManager):
+    """The Socket.IO message queue (server/events.py `message_queue`) where closing a room disconnects its
+    connections: python-socketio publishes close_room to every web process, and each disconnects its own.
+    The game closes no room but a released binding's."""
+
+    closed = False
+
+    def _handle_close_room(self, message):
+        disconnect_here(self.server, message.get("room"))
+        super()._handle_close_room(message)
+
+    def close(self) -> None:
+        """Stops listening, for an app closed while its process goes on (tests): python-socketio's listener
+        would otherwise try a stopped Redis again for as long as the process lives."""
+        self.closed = True
+        self._publish({"method": "wake", "host_id": self.host_id})   # wakes the listener; a method no process knows
+
+    def _listen(self):
+        for message in super()._listen():
+            if self.closed:
+                return                # python-socketio's listener then logs that it ended, and ends
+            yield message
+
+
+def release(store: Store, socketio, study_id: str, pid: str) -> bool:
+    """Clears the participant's binding, logs a `release` event and closes every connection of the old
+    binding (told why first); False when the study has no such participant."""
+    with store.locked(study_id, pid):
+        participant = store.participant(study_id, pid)
+        if participant is None:
+            return False
+        old = participant.get("binding")
+        participant["binding"] = None
+        store.commit(participant=participant, events=[{"type": "release", "study": study_id, "participant": pid,
+                                                       "game": participant.get("current_game") or ""}])
+        # under the participant's lock: no join binds again before the old binding's tabs are told
+        store.redis.zrem(_bound_elsewhere_key(study_id), pid)
+        if old:
+            room = binding_room((study_id, pid), old["browser"])
+            socketio.emit("error", {"event": "release", "message": RELEASED}, to=room)
+            disconnect_here(socketio.server, room)
+            socketio.close_room(room)          # the other web processes' connections (EvictingQueue)
+    return True
+
+
+def _bound_elsewhere_key(study_id: str) -> str:
+    return f"exag:bound-elsewhere:{study_id}"
+
+
+def note_bound_elsewhere(store: Store, study_id: str, pid: str) -> None:
+    """A join refused because the participation is bound to another browser or session."""
+    key = _bound_elsewhere_key(study_id)
+    pipe = store.redis.pipeline(transaction=False)
+    pipe.zadd(key, {pid: time.time()})
+    pipe.zremrangebyrank(key, 0, -BOUND_ELSEWHERE_KEPT - 1)
+    pipe.execute()
+
+
+def bound_elsewhere(store: Store, study_id: str) -> list[dict]:
+    """The participants whose join was refused as bound elsewhere, latest first: {"pid", "refused": time}."""
+    found = store.redis.zrevrange(_bound_elsewhere_key(study_id), 0, -1, withscores=True)
+    return [{"pid": pid, "refused": refused} for pid, refused in found]
