@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chromium import TIMEOUT_MS, needs_chromium
+from chromium import TIMEOUT_MS, ask, needs_chromium
 
 from game.settings import settings_named
 
@@ -72,14 +72,6 @@ def to_the_game(page) -> None:
     page.click("#consent-agree")
     page.click("#begin")
     sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
-
-
-def ask(page, question: str) -> None:
-    rounds = page.locator("#history li.round").count()
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    sync_api.expect(page.locator("#history li.round")).to_have_count(rounds + 1, timeout=TIMEOUT_MS)
-    sync_api.expect(page.locator("button.rating").first).to_be_enabled(timeout=TIMEOUT_MS)
 
 
 def buy_explanations(page, images: int) -> None:

@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from chromium import TIMEOUT_MS, needs_chromium
+from chromium import TIMEOUT_MS, ask, needs_chromium
 
 from game.export import tables
 from game.settings import RATINGS
 
 sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = needs_chromium
-
-
-def ask(page, question: str) -> None:
-    rounds = page.locator("#history li.round").count()
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    sync_api.expect(page.locator("#history li.round")).to_have_count(rounds + 1, timeout=TIMEOUT_MS)
-    sync_api.expect(page.locator("button.rating").first).to_be_enabled(timeout=TIMEOUT_MS)
 
 
 def rate(page, rating: str) -> None:
