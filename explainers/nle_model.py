@@ -52,6 +52,7 @@ MAX_ANSWER_TOKENS = 4
 GEOMETRY = 8                                   # x1, y1, x2, y2, centre x, centre y, width, height (0..1)
 PROPOSAL_FEATURES = len(CONCEPTS) + GEOMETRY + 3   # + detection score, attention, attention / max attention
 _WORDS = re.compile(r"[a-z0-9]+|[.,:;?!]")
+NO_REPEAT_NGRAM = 4                            # decoding writes no 4-gram twice ("is a large matte ball is a large ..."); 4, not 3: CLEVR-X-style sentences rightly repeat "there is a" (3-gram blocking cost 1-3 points of answers stated, 4 none)
 
 
 # --- words ---------------------------------------------------------------------------------------
@@ -169,6 +170,22 @@ def collate_prompts(encoded: Sequence[tuple[np.ndarray, np.ndarray]], tokens: Se
     return Prompts(global_vectors, proposals, proposal_mask, ids, token_mask)
 
 
+def repeated_ngram_tokens(written: torch.Tensor, n: int, vocabulary: int) -> torch.Tensor:
+    """[B, vocabulary] bool: the tokens that, written next, would repeat an n-gram already in `written`
+    ([B, T] token ids): those that followed an earlier occurrence of the last n-1 tokens. Vectorised over
+    the batch and the earlier positions."""
+    found = torch.zeros(written.shape[0], vocabulary + 1, dtype=torch.bool, device=written.device)
+    if n < 1 or written.shape[1] < n:
+        return found[:, :vocabulary]
+    windows = written.unfold(1, n, 1)                                        # [B, T - n + 1, n]
+    if n == 1:
+        seen = torch.ones(windows.shape[:2], dtype=torch.bool, device=written.device)
+    else:
+        seen = (windows[:, :, :-1] == written[:, None, written.shape[1] - n + 1:]).all(-1)   # [B, W]
+    nexts = windows[:, :, -1].masked_fill(~seen, vocabulary)                 # no match -> the spare column
+    return found.scatter_(1, nexts, True)[:, :vocabulary]
+
+
 # --- the model -------------------------------------------------------------------------------------
 
 @dataclass
@@ -261,17 +278,37 @@ class NLEModel(nn.Module):
         return loss, {"tokens": int(target_mask.sum()), "correct": correct}
 
     @torch.inference_mode()
-    def generate(self, prompts: Prompts, max_tokens: int | None = None) -> list[list[int]]:
-        """Greedy decoding, batched; each sequence stops at its <eos>. Returns the token ids (no <eos>)."""
+    def generate(self, prompts: Prompts, max_tokens: int | None = None, no_repeat_ngram: int = NO_REPEAT_NGRAM,
+                 banned: torch.Tensor | None = None, prefixes: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
+        """Greedy decoding, batched; each sequence stops at its <eos>. Returns the token ids (no <eos>).
+
+        no_repeat_ngram: no n-gram of the explanation is written twice (0: off): the token that would
+        repeat one gets no probability, so a sentence that never repeats one is decoded exactly as
+        without blocking. banned: [B, vocabulary] bool, tokens row b may not write; prefixes: the
+        tokens each row starts with (forced), then greedy (used to regenerate under constraints)."""
         max_tokens = max_tokens or self.config.max_explanation_tokens
         embeds, mask, positions = self._embed(prompts)
+        device = embeds.device
         out = self.gpt(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=True)
         past, position = out.past_key_values, positions[:, -1:]
-        written = torch.zeros(len(prompts), 0, dtype=torch.long, device=embeds.device)
-        done = torch.zeros(len(prompts), dtype=torch.bool, device=embeds.device)
+        written = torch.zeros(len(prompts), 0, dtype=torch.long, device=device)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
+        never = self.banned if banned is None else self.banned | banned.to(device)
+        forced = None
+        if prefixes is not None and any(prefixes):
+            forced = torch.full((len(prompts), max(len(p) for p in prefixes)), -1, dtype=torch.long)
+            for i, prefix in enumerate(prefixes):
+                forced[i, :len(prefix)] = torch.tensor(list(prefix), dtype=torch.long)
+            forced = forced.to(device)
         logits = out.logits[:, -1]
-        for _ in range(max_tokens):
-            token = logits.masked_fill(self.banned, float("-inf")).argmax(-1)
+        for step in range(max_tokens):
+            logits = logits.masked_fill(never, float("-inf"))
+            if no_repeat_ngram > 0:
+                logits = logits.masked_fill(repeated_ngram_tokens(written, no_repeat_ngram, logits.shape[-1]),
+                                            float("-inf"))
+            token = logits.argmax(-1)
+            if forced is not None and step < forced.shape[1]:
+                token = torch.where(forced[:, step] >= 0, forced[:, step], token)
             token = token.masked_fill(done, self.tokenizer.pad)
             written = torch.cat([written, token.unsqueeze(1)], dim=1)
             done |= token == self.tokenizer.eos
@@ -296,13 +333,28 @@ class NLEModel(nn.Module):
         tokens = [prompt_tokens(self.tokenizer, o.question, o.answer, self.config.max_question_tokens) for o in outputs]
         return collate_prompts(encoded, tokens)
 
-    def explain(self, outputs: Sequence[AgentOutput], batch_size: int = 64) -> list[str]:
-        """One explanation per agent output, in order."""
+    def word_ids(self, words: Sequence[str]) -> list[int]:
+        """The vocabulary ids of `words` (lower-cased); words outside the vocabulary are left out."""
+        return [self.tokenizer.index[w] for w in (w.lower() for w in words) if w in self.tokenizer.index]
+
+    def explain(self, outputs: Sequence[AgentOutput], batch_size: int = 64, no_repeat_ngram: int = NO_REPEAT_NGRAM,
+                banned_words: Sequence[Sequence[str]] | None = None,
+                prefixes: Sequence[str] | None = None) -> list[str]:
+        """One explanation per agent output, in order. banned_words[i]: words explanation i may not use;
+        prefixes[i]: the words it starts with (both optional; see generate)."""
         self.eval()
         device = next(self.parameters()).device
         texts = []
         for start in range(0, len(outputs), batch_size):
-            ids = self.generate(self.prompts(outputs[start:start + batch_size]).to(device))
+            part = range(start, min(start + batch_size, len(outputs)))
+            banned = None
+            if banned_words is not None:
+                banned = torch.zeros(len(part), len(self.tokenizer.words), dtype=torch.bool)
+                for row, i in enumerate(part):
+                    banned[row, self.word_ids(banned_words[i])] = True
+            forced = None if prefixes is None else [self.tokenizer.encode(prefixes[i]) for i in part]
+            ids = self.generate(self.prompts(outputs[start:start + batch_size]).to(device),
+                                no_repeat_ngram=no_repeat_ngram, banned=banned, prefixes=forced)
             texts.extend(self.tokenizer.decode(row) for row in ids)
         return texts
 

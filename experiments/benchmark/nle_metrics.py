@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import io
 import random
-import re
 import time
 from pathlib import Path
 from typing import Sequence
@@ -34,13 +33,11 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
+from explainers.answer_check import check_answer, check_explanation
 from explainers.base import ExplanationRequest
 from explainers.nle import NLEExplainer
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
-from vqa_agent.world.explanations import NUMBER_WORDS
-from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS
-from vqa_agent.world.scene import ATTRIBUTES
 from experiments.benchmark import write_report
 
 AGENT_BATCH = 256            # questions answered per agent call (about 25 images)
@@ -118,46 +115,13 @@ def _words(text: str) -> str:
     return " ".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split())
 
 
-_VALUE_WORDS = {value: {value, *ADJECTIVES.get(value, []), *NOUNS.get(value, []),
-                        *(PLURALS[w] for w in NOUNS.get(value, []))}
-                for value in [v for values in ATTRIBUTES.values() for v in values]}
-_ATTRIBUTE_OF = {value: attr for attr, values in ATTRIBUTES.items() for value in values}
-_QUANTITIES = {"no": 0, "a": 1, "an": 1} | {word: n for n, word in enumerate(NUMBER_WORDS) if n} | \
-    {str(n): n for n in range(11)}
-# what comes after the objects a "There is/are ..." clause enumerates: relations, anchors, comparisons
-_AFTER_HEADS = re.compile(r"\b(that|which|as|than|left|right|behind|in front|on the|with|of the)\b")
-
-
-def _stated_count(explanation: str) -> int | None:
-    """The number of objects the explanation's "There is/are ..." clauses enumerate ("There are a matte
-    cube and two matte cubes." -> 3), or None when it has no such clause."""
-    clauses = re.split(r"\bthere (?:is|are)\b", explanation.lower())[1:]
-    if not clauses:
-        return None
-    return sum(_QUANTITIES[w] for clause in clauses
-               for w in re.findall(r"[a-z0-9]+", _AFTER_HEADS.split(clause)[0]) if w in _QUANTITIES)
-
-
 def contradicts_answer(answer: str, program_end: str, explanation: str) -> bool | None:
-    """Does the explanation say another answer than the one it explains? None when this check cannot
-    tell. Counts: the objects its "There is/are" clauses enumerate must add up to the answer. Queried
-    values: another value of the same attribute said while the answer's words are not. Existence: "no"
-    must say there is none, "yes" must not. Yes/no comparisons state facts whose verdict is the
-    reader's to draw: not checked."""
-    text = explanation.lower()
-    words = set(re.findall(r"[a-z0-9]+", text))
-    if answer.isdigit():
-        stated = _stated_count(text)
-        return None if stated is None else stated != int(answer)
-    if answer in _VALUE_WORDS:
-        if words & _VALUE_WORDS[answer]:
-            return False
-        others = [v for v, a in _ATTRIBUTE_OF.items() if a == _ATTRIBUTE_OF[answer] and v != answer]
-        return True if any(words & _VALUE_WORDS[v] for v in others) else None
-    if program_end == "exist" and answer in ("yes", "no"):
-        says_none = bool(re.search(r"\b(there (is|are) no|no \w+ (is|are)|nothing)\b", text))
-        return says_none != (answer == "no")
-    return None
+    """Does the explanation say another answer than the one it explains? None when the check cannot
+    tell (the sentence leaves the answer out, or its type cannot decide). The rules per answer type
+    (counts, existence, queried values, yes/no comparisons of attributes and of counts) are
+    explainers/answer_check.py's; program_end is the program's last function."""
+    check = check_answer(program_end, answer, explanation)
+    return True if check.contradicts else (False if check.states_answer else None)
 
 
 def random_other(items: list[dict], item: dict, rng: random.Random) -> dict:
@@ -230,10 +194,16 @@ def benchmark_nle(agent_name: str, world: Path, model: str | None = None, max_it
         entry["exact_match"] += _words(text) in {_words(r) for r in q["explanations"]}
     for entry in by_type.values():
         entry["exact_match"] = 100 * entry["exact_match"] / entry["n"]
-    verdicts = [(q, text, contradicts_answer(q["answer"], q["program"][-1]["function"], text))
-                for q, text in zip(correct, explanations)]
-    checked = [(q, text) for q, text, verdict in verdicts if verdict is not None]
-    contradicting = [(q, text) for q, text, verdict in verdicts if verdict]
+    checks = [(q, text, check_explanation(q["question"], q["answer"], text))
+              for q, text in zip(correct, explanations)]
+    checked = [(q, text) for q, text, check in checks if check.contradicts or check.states_answer]
+    contradicting = [(q, text, check) for q, text, check in checks if check.contradicts]
+    contradictions_by_type: dict[str, dict] = {}
+    for _, _, check in checks:
+        entry = contradictions_by_type.setdefault(check.answer_type, {"n": 0, "checked": 0, "items": 0})
+        entry["items"] += 1
+        entry["checked"] += bool(check.contradicts or check.states_answer)
+        entry["n"] += check.contradicts
     return {
         "agent": str(agent_name), "world": str(world), "nle_model": str(explainer.path), "split": "test",
         "items": len(test), "correct": len(correct), "max_items": max_items,
@@ -255,11 +225,12 @@ def benchmark_nle(agent_name: str, world: Path, model: str | None = None, max_it
         "spice": "not computed: SPICE needs the Stanford CoreNLP models, which cannot be downloaded here",
         "clevr_x_reference": CLEVR_X,
         "by_type": dict(sorted(by_type.items())),
-        # explanations that say another answer than the one they explain (counts, queried values and
-        # existence: see contradicts_answer); comparisons' yes/no cannot be checked this way
+        # explanations that say another answer than the one they explain, per answer type
+        # (explainers/answer_check.py; its error rates: experiments/benchmark/answer_check.py)
         "contradictions": {"n": len(contradicting), "checked": len(checked),
-                           "examples": [{"question": q["question"], "answer": q["answer"], "explanation": text}
-                                        for q, text in contradicting[:10]]},
+                           "by_type": dict(sorted(contradictions_by_type.items())),
+                           "examples": [{"question": q["question"], "answer": q["answer"], "explanation": text,
+                                         "check": check.reason} for q, text, check in contradicting[:10]]},
         "latency": explanation_latency(explainer, latency_requests, explain_seconds / len(correct)),
         "threads": torch.get_num_threads(),
         "examples": [{"question": q["question"], "answer": q["answer"], "explanation": text,
@@ -298,7 +269,8 @@ def print_report(report: dict) -> None:
     print("  " + f"{'CLEVR-X best':16}" + "".join(f"{best[k]:10.1f}" if k in best else f"{'':10}" for _, k in columns))
     print(f"  SPICE {report['spice']}")
     contradictions = report["contradictions"]
-    print(f"  explanations contradicting their answer: {contradictions['n']} of {contradictions['checked']} checkable")
+    print(f"  explanations contradicting their answer: {contradictions['n']} of {contradictions['checked']} checkable"
+          + "".join(f"; {kind} {e['n']}/{e['checked']}" for kind, e in contradictions.get("by_type", {}).items()))
     latency = report["latency"]
     print(f"  latency: one request p50 {latency['single_p50_ms']:.1f} ms, p95 {latency['single_p95_ms']:.1f} ms; "
           f"batched {latency['batched_mean_ms']:.2f} ms per explanation ({report['threads']} threads)")

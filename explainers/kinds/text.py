@@ -1,8 +1,10 @@
 """Kind "text" (nle, introspect, and any explainer that says its explanation in one sentence). Drawn by
 frontend/js/explanations/text.js as a paragraph.
 
-Payload: {"text": the sentence} (an explainer may add fields: introspect adds the objects it names). The
-player gets the sentence only. A simulated participant checks the facts it states ("the cube is red",
+Payload: {"text": the sentence} (an explainer may add fields: introspect adds the objects it names, nle
+where its sentence came from, "source", and its answer check's reason, "check": explainers/nle.py). The
+event log keeps them all; the player gets the sentence only (`for_player` drops the rest deliberately).
+A simulated participant checks the facts it states ("the cube is red",
 "there are no spheres") in the image as it sees it (`facts_hold`).
 """
 from __future__ import annotations
