@@ -21,9 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import torch
-from PIL import Image
 from tqdm import tqdm
 
 from explainers.answer_check import check_explanation
@@ -33,6 +31,7 @@ from explainers.nle_model import NO_REPEAT_NGRAM, NLETokenizer
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
 from experiments.benchmark import write_report
+from experiments.benchmark.nle_metrics import _load_images
 
 AGENT_BATCH = 128                # questions answered per agent call
 ENDS = ("count", "exist")        # and every query_* function
@@ -59,11 +58,7 @@ def correct_requests(agent: VQAAgent, tables: WorldTables, split: str, items: in
     bar = tqdm(total=items, desc="answering", unit="item", disable=not progress)
     for start in range(0, len(pool), AGENT_BATCH):
         chunk = pool[start:start + AGENT_BATCH]
-        images = {}
-        for q in chunk:
-            if q["image_filename"] not in images:
-                with Image.open(tables.path / "images" / q["image_filename"]) as file:
-                    images[q["image_filename"]] = np.asarray(file.convert("RGB"))
+        images = _load_images(tables, chunk)
         outputs = agent.answer([images[q["image_filename"]] for q in chunk], [q["question"] for q in chunk])
         for q, o in zip(chunk, outputs):
             if o.answer == q["answer"] and len(found) < items:
