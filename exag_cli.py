@@ -14,6 +14,7 @@ from experiments import analyze, preregister
 from experiments.benchmark import commands as benchmark
 from experiments.simulate import commands as simulation
 from explainers import commands as explainers
+from game import commands as pool
 from server import commands as server
 from vqa_agent import commands as agent
 from vqa_agent.world import commands as world
@@ -40,6 +41,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 COMMANDS = {
     "world": (world.add_arguments, "build and inspect the synthetic CLEVR-compatible world"),
     "train": (add_train_arguments, "train models (the VQA agent)"),
+    "pool": (pool.add_arguments, "import a folder of your own images as a game pool"),
     "ask": (agent.add_ask_arguments, "ask an agent questions about an image"),
     "explain": (explainers.add_explain_arguments, "explain an agent's answer with explainer plugins"),
     "bench": (benchmark.add_arguments, "benchmarks that print and save measured figures"),

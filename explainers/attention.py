@@ -50,7 +50,9 @@ def attribution_map(payload: dict, shape: tuple[int, int], source: str = "auto")
 class AttentionExplainer(Explainer):
     name = "attention"
     kind = "attention"
-    requires = frozenset({"attention", "proposals"})
+    # proposals are drawn when the agent has them; without them (an hf: agent) the grid alone is the
+    # payload, and attribution_map and the grading read the grid by the same rule
+    requires = frozenset({"attention"})
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:
         return [attention_payload(r.output) for r in requests]

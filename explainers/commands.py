@@ -82,7 +82,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from vqa_agent.agent import VQAAgent
+    from vqa_agent.loading import load_agent
 
     from . import ExplanationRequest, load_explainer, registry
 
@@ -93,7 +93,7 @@ def explain_command(args: argparse.Namespace) -> int:
         except ValueError as reason:
             raise SystemExit(str(reason)) from None
     world = default_world(args.world) if "relqa" in names else args.world
-    agent = VQAAgent.from_pretrained(args.agent, device=args.device)
+    agent = load_agent(args.agent, device=args.device)
     output = agent.answer([rendered_image(args.image)], [args.question])[0]
     request = ExplanationRequest(args.image, args.question, output)
     explanations = []

@@ -3,6 +3,10 @@ masks (ground truth, read by the inference workers to grade), and the agent's im
 sets are chosen by. Nothing here imports torch: a web process reads the embeddings from a file stored
 beside the world (keyed by the agent's checkpoint and the pool), which the first worker (or a build)
 computes once with `compute_embeddings`.
+
+A pool is a built world (`scenes.json`) or a folder of images imported by `exag pool import` (`pool.json`,
+game/image_pool.py: no scenes nor masks, `has_ground_truth` False). `GamePool(path)` and `open_pool(path)`
+open either; `pool_dir(name)` finds a pool by directory or by name under data/pools/.
 """
 from __future__ import annotations
 
@@ -32,7 +36,52 @@ EMBED_BATCH = 64
 log = logging.getLogger(__name__)
 
 
+POOLS_DIR = Path("data/pools")     # `exag pool import`'s pools by name (relative to the working directory)
+POOL_MANIFEST = "pool.json"       # what marks an imported pool (game/image_pool.py)
+
+
+def is_image_pool(path: str | Path) -> bool:
+    return (Path(path) / POOL_MANIFEST).is_file()
+
+
+def pool_dir(name: str | Path) -> Path:
+    """An imported pool (`exag serve --pool NAME`, a study's "pool"): a directory, or a name under data/pools/."""
+    for path in (Path(name), POOLS_DIR / str(name)):
+        if is_image_pool(path):
+            return path.resolve()
+    raise FileNotFoundError(f"no image pool {str(name)!r}: neither a directory with {POOL_MANIFEST} nor a pool in "
+                            f"{POOLS_DIR}/ (make one with `exag pool import DIR --out {POOLS_DIR}/NAME`)")
+
+
+def check_pool(name: str, pool: "GamePool") -> None:
+    """A study's "pool" (a name or directory, "" = whichever the server serves) against the server's pool:
+    ValueError with one line unless the server serves it (one pool per server: `exag serve --pool NAME`)."""
+    if not name:
+        return
+    try:
+        wanted = pool_dir(name)
+    except FileNotFoundError as error:
+        raise ValueError(f"pool: {error}") from error
+    if wanted != pool.world:
+        raise ValueError(f"pool: this study plays on the image pool {wanted}; this server's games draw from "
+                         f"{pool.world} (start it with `exag serve --pool {name}`)")
+
+
+def open_pool(path: str | Path) -> "GamePool":
+    """The game pool at `path`: a built world's, or an imported folder of images (an ImagePool)."""
+    return GamePool(path)
+
+
 class GamePool:
+    has_ground_truth = True      # scenes and masks to grade by; an imported pool (ImagePool) has none
+
+    def __new__(cls, world: str | Path | None = None) -> "GamePool":
+        # an imported pool opens as one wherever a pool is opened
+        if cls is GamePool and world is not None and is_image_pool(world):
+            from .image_pool import ImagePool
+            return super().__new__(ImagePool)
+        return super().__new__(cls)
+
     def __init__(self, world: str | Path) -> None:
         self.world = Path(world).resolve()
         scenes_file = self.world / "scenes.json"
@@ -44,8 +93,11 @@ class GamePool:
         if len(self.scenes_json) < 2:
             raise ValueError(f"{self.world} has {len(self.scenes_json)} pool images; a game needs at least 2")
         self.filenames = [s["image_filename"] for s in self.scenes_json]
-        self._images: OrderedDict[int, np.ndarray] = OrderedDict()
         self._scenes: dict[int, Scene] = {}
+        self._start_caches()
+
+    def _start_caches(self) -> None:
+        self._images: OrderedDict[int, np.ndarray] = OrderedDict()
         self._known: dict[int, KnownImage] = {}
         self._lock = Lock()
         self.embeddings: np.ndarray | None = None    # set by load_embeddings / compute_embeddings

@@ -78,6 +78,8 @@ class StudyConfig:
     title: str = ""              # shown to participants
     agent: str = ""              # the agent players question: a shipped name or a checkpoint directory on the
                                  # server ("" = the server's agent); paid studies can name a private one
+    pool: str = ""               # the images games draw from: an imported pool (`exag pool import`), by directory or
+                                 # name under data/pools/, that the server must serve ("" = the server's pool)
     preregistration: dict = field(default_factory=dict)   # the rules fixed before data, and their hash once
                                  # `exag preregister` wrote it (game/preregistration.py); {} = not pre-registered
     completion_codes: str = "static"   # "static": everyone is shown completion_code; "per_participant": a code
@@ -103,6 +105,8 @@ class StudyConfig:
             raise ValueError("sessions and games_per_session must be positive")
         if not isinstance(self.agent, str) or len(self.agent) > 500 or any(c in self.agent for c in "\n\r\0"):
             raise ValueError("agent: a shipped agent name or a checkpoint directory on the server (\"\" = the server's)")
+        if not isinstance(self.pool, str) or len(self.pool) > 500 or any(c in self.pool for c in "\n\r\0"):
+            raise ValueError("pool: an imported image pool's directory or name on the server (\"\" = the server's)")
         if self.completion_codes not in COMPLETION_CODES:
             raise ValueError(f"completion_codes must be {' or '.join(COMPLETION_CODES)}")
         preregistration.check(self)

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from explainers import EXPLAINER_NAMES
-from vqa_agent.checkpoints import CHECKPOINT_FILES, resolve_agent_path
+from vqa_agent.checkpoints import checkpoint_files
 from vqa_agent.checkpoints import checkpoint_fingerprint, is_shipped   # noqa: F401 - their old home, for one release
 
 from .rounds import RoundQueue
@@ -65,9 +65,9 @@ class Agents:
         with self._lock:
             if key not in self._handles:
                 try:
-                    for file in CHECKPOINT_FILES:
-                        if not (resolve_agent_path(name) / file).exists():
-                            raise FileNotFoundError(f"the checkpoint has no {file}")
+                    for file in checkpoint_files(name):
+                        if not file.exists():
+                            raise FileNotFoundError(f"the checkpoint has no {file.name}")
                 except OSError as error:   # a missing checkpoint: tried again next time
                     log.warning("agent %r could not be loaded: %s", name, error)
                     raise AgentUnavailable(f"the agent {name!r} could not be loaded on this server: "

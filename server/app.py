@@ -74,7 +74,7 @@ def create_app(config: ServerConfig | None = None, live_report: LiveReport | Non
     workers: list = []
     try:
         workers = [start_inprocess_worker(config, url, n) for n in range(config.inprocess_workers)]
-        pool = GamePool(config.world)
+        pool = GamePool(config.pool or config.world)
         # the pool's embeddings (image-set choice) are computed once by a worker, stored beside the world
         pool.load_embeddings(config.agent, config.data_dir / "cache", wait_s=config.embeddings_wait_s)
         agents = Agents(config.agent, RoundQueue(store.redis, config.round_timeout_s))
@@ -111,7 +111,8 @@ def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
     from .worker import Worker, WorkerConfig
     return Worker(WorkerConfig(redis_url, config.world, config.data_dir, config.agent, config.worker_device,
                                config.inference_threads, config.explainer_options, config.batch,
-                               progress=config.progress, name=f"inprocess-{number}-{secrets.token_hex(3)}")).start()
+                               progress=config.progress, name=f"inprocess-{number}-{secrets.token_hex(3)}",
+                               pool=config.pool)).start()
 
 
 def load_studies(store: Store, studies_dir: Path, pool: GamePool, agents: Agents) -> list[str]:

@@ -13,7 +13,7 @@ import os
 from functools import partial
 from pathlib import Path
 
-from game.pool import seed_shipped_embeddings
+from game.pool import POOLS_DIR, pool_dir, seed_shipped_embeddings
 from vqa_agent.world.build import render_progress, start_background_render
 from vqa_agent.world.default import DEFAULT_WORLD, GAME_WORLD, default_world
 
@@ -37,6 +37,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
     parser.add_argument("--world", type=Path, default=None,
                         help=f"a built world (default: {DEFAULT_WORLD} when built, else {GAME_WORLD}, laid out "
                              "on first start)")
+    parser.add_argument("--pool", default=None, help="play on imported images (`exag pool import`): a directory, "
+                        f"or a name under {POOLS_DIR}/ (default: the world's pool)")
     parser.add_argument("--agent", default="default", help="agent name or checkpoint directory")
     parser.add_argument("--admin-token", default=None, help="admin token (default: EXAG_ADMIN_TOKEN, else random)")
     parser.add_argument("--studies", type=Path, default=None,
@@ -84,6 +86,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
 
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
                           world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent,
+                          pool=pool_dir(args.pool) if args.pool else None,
                           admin_token=args.admin_token or "",
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
@@ -91,7 +94,8 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
 
     def ready(app) -> None:       # once the web process answers
         base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
-        print(f"\nExAG is ready (agent {config.agent}, world {config.world}, Redis {config.redis_url}; "
+        pool = f", image pool {config.pool}" if config.pool else ""
+        print(f"\nExAG is ready (agent {config.agent}, world {config.world}{pool}, Redis {config.redis_url}; "
               f"{'the development server' if args.dev else 'gunicorn'}).")
         print(f"  play (at-will demo):    {base}/?study=demo")
         print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
@@ -163,6 +167,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the server's data directory (its cache holds the pool embeddings of a read-only world)")
     parser.add_argument("--world", type=Path, default=None, help="the world the server's games draw from "
                         f"(default: {DEFAULT_WORLD} when built, else {GAME_WORLD})")
+    parser.add_argument("--pool", default=None, help="the server's imported image pool, if it plays on one")
     parser.add_argument("--agent", default="default", help="the server's agent (rounds that name no agent)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu or cuda")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
@@ -191,7 +196,7 @@ def worker_command(args: argparse.Namespace) -> int:
                                    json.loads(args.explainer_options) if args.explainer_options else {},
                                    BatchSettings(args.max_batch_rounds, args.max_wait_ms, args.batch_invariant),
                                    feature_cache=FEATURE_CACHE if args.feature_cache is None else args.feature_cache,
-                                   warm_pool=args.warm_pool))
+                                   warm_pool=args.warm_pool, pool=pool_dir(args.pool) if args.pool else None))
 
 
 # --- `exag export` --------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 5000
     world: Path = Path("data/world")   # a built world; its pool supplies the games' images
+    pool: Path | None = None           # an imported image pool (`exag pool import`) supplying them instead
     agent: str = "default"             # agent name or checkpoint path
     # Redis: a URL, or None to start a private redis-server (append-only file) in data_dir/redis
     redis_url: str | None = None
@@ -60,6 +61,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         self.world, self.data_dir, self.studies_dir = Path(self.world), Path(self.data_dir), Path(self.studies_dir)
+        self.pool = Path(self.pool) if self.pool else None
         if not self.admin_token:
             self.admin_token = os.environ.get("EXAG_ADMIN_TOKEN") or secrets.token_urlsafe(16)
         if not self.secret_key:

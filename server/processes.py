@@ -83,6 +83,8 @@ def worker_arguments(config, threads: int) -> list[str]:
     arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
                  "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
                  "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
+    if config.pool:
+        arguments += ["--pool", str(config.pool)]
     if config.batch_invariant:
         arguments.append("--batch-invariant")
     if config.explainer_options:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from game.image_pool import UNGRADED
 from game.pool import GamePool
 
 from .inference import RoundResult
@@ -30,25 +31,25 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
     truths: dict[int, GroundTruth] = {}
     explained = any(result.for_every_image) or bool(result.for_the_secret)
 
-    def truth(position: int) -> GroundTruth:
-        if position not in truths:
+    def truth(position: int) -> GroundTruth | None:      # None: an imported image pool has no ground truth
+        if position not in truths and pool.has_ground_truth:
             i = job.images[position]
             # the answer's grade needs the scene only; an explanation's grade needs the objects' pixels too
             truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if explained else None)
-        return truths[position]
+        return truths.get(position)
 
-    secret_output = result.outputs[job.secret]
+    secret_output, secret_truth = result.outputs[job.secret], truth(job.secret)
     graded = {"program": program_to_json(program) if program else None, "parsed": program is not None,
               "answer": secret_output.answer, "probability": secret_output.probability,
-              "answered_by": secret_output.answered_by, "truth": truth(job.secret).answer,
-              "answer_grade": grade_answer(secret_output, truth(job.secret)).label}
+              "answered_by": secret_output.answered_by, "truth": getattr(secret_truth, "answer", None),
+              "answer_grade": grade_answer(secret_output, secret_truth).label if secret_truth else UNGRADED}
     view_every, logged = {}, []
     for position, explanations in enumerate(result.for_every_image):
         view_every[job.tokens[position]] = [for_player(e) for e in explanations]
-        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False)
+        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False, pool, job)
                    for e in explanations]
     view_secret = [for_player(e) for e in result.for_the_secret]
-    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True)
+    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True, pool, job)
                for e in result.for_the_secret]
     shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
              if (job.for_every_image or job.for_the_secret) else None, "log": logged}
@@ -73,14 +74,15 @@ def _mask_runs(pool: GamePool, i: int) -> tuple[np.ndarray, np.ndarray, tuple[in
     return flat[starts], lengths, masks.shape
 
 
-def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool) -> dict:
+def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool, pool, job) -> dict:
     """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
     (they are the agent's deterministic output and would make every event ~100 KB)."""
     from explainers.grading import grade_explanation
     payload = explanation.payload
+    grade = grade_explanation(explanation, output, truth).label if truth is not None else \
+        pool.grade_explanation(explanation.to_dict(), job.images[position])      # an imported pool: no scene
     if explanation.kind == "attention":
         payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
     return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
             "is_secret": position == secret, "for_the_secret": for_secret,
-            "grade": grade_explanation(explanation, output, truth).label, "seconds": explanation.seconds,
-            "payload": payload}
+            "grade": grade, "seconds": explanation.seconds, "payload": payload}

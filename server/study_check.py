@@ -15,7 +15,7 @@ import numpy as np
 
 from explainers import registry
 from game.image_sets import choose_image_set
-from game.pool import GamePool
+from game.pool import GamePool, check_pool
 from game.settings import settings_named
 from game.study import StudyConfig, explainers_of, load_study
 from vqa_agent.checkpoints import is_shipped
@@ -54,6 +54,7 @@ def check_fields(study: StudyConfig) -> None:
 def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
     """Raises ValueError with the reason a participant of this study would fail."""
     check_fields(study)
+    check_pool(study.pool, pool)                 # a study that names its pool runs on a server serving that one
     settings = settings_named(study.kind, **study.settings)
     if settings.images > len(pool):
         raise ValueError(f"settings.images: a game of {settings.images} images needs a pool at least that large; "

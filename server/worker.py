@@ -76,6 +76,7 @@ class WorkerConfig:
     warm_pool: bool = True                     # look at the pool's images (stored beside the world, else while idle)
     progress: bool = False
     name: str = ""                             # consumer name ("" = host:pid:random)
+    pool: Path | None = None                   # an imported image pool (`exag pool import`) instead of the world's
 
 
 def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
@@ -96,14 +97,14 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         import torch   # the worker is where torch lives
 
-        from vqa_agent.agent import VQAAgent
+        from vqa_agent.loading import load_agent   # a checkpoint, or a transformers model (hf:PATH)
         started = time.perf_counter()
         self.config = config
         if config.threads:
             torch.set_num_threads(config.threads)
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-        self.pool = GamePool(config.world)
-        self._load_agent = lambda name: VQAAgent.from_pretrained(name, device=config.device)
+        self.pool = GamePool(config.pool or config.world)
+        self._load_agent = lambda name: load_agent(name, device=config.device)
         self.predictors: dict[str, Predictor] = {}
         self._failed: dict[str, str] = {}
         server = self._predictor("")

@@ -46,9 +46,9 @@ def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def ask_command(args: argparse.Namespace) -> int:
-    from .agent import VQAAgent
+    from .loading import load_agent
 
-    agent = VQAAgent.from_pretrained(args.agent, device=args.device)
+    agent = load_agent(args.agent, device=args.device)
     for out in agent.answer([rendered_image(args.image)] * len(args.questions), args.questions):
         print(json.dumps({
             "question": out.question, "answer": out.answer, "probability": round(out.probability, 4),

@@ -196,6 +196,8 @@ class Eyes:
     def __init__(self, pool: GamePool, progress: bool = False) -> None:
         from vqa_agent.world.build import POOL_SPLIT, is_rendered, render_missing
 
+        if not pool.has_ground_truth:       # simulated participants see a scene's objects; photos have none
+            raise ValueError(f"{pool.world} is an imported image pool: simulated participants need a world's scenes")
         if not all(is_rendered(pool.world, name) for name in pool.filenames):   # a lazily laid out world
             render_missing(pool.world, progress=progress, splits=(POOL_SPLIT,))       # its pool, once, in parallel
         self.pool = pool
