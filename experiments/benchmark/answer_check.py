@@ -1,6 +1,8 @@
 """How far the answer check (explainers/answer_check.py) can be trusted: its false alarms and its misses.
 
     python -m experiments.benchmark.answer_check --world data/game-world [--max-items N] [--json OUT]
+    python -m experiments.benchmark.answer_check --clevr-scenes SCENES.json --clevr-questions QUESTIONS.json \
+        --clevrx-explanations EXPLANATIONS.json [--json OUT]
 
 Issue 32 asks for false alarms <= 1% on reference explanations and misses <= 5% on made-up
 contradictions, per CLEVR answer type (count, exist, query, compare, compare_integer):
@@ -9,7 +11,9 @@ contradictions, per CLEVR answer type (count, exist, query, compare, compare_int
   the scene graphs by vqa_agent/world/explanations.py) checked against its own answer; a reference that
   the check says contradicts its answer is a false alarm. CLEVR-X's own references need its generator
   on disk (see experiments/benchmark/clevrx_references.py); this script measures the references of the
-  world it is given.
+  world it is given; or, with --clevrx-explanations, CLEVR-X's own: the file that
+  `clevrx_references --clevrx-output` saves (CLEVR-X's generator, run unchanged, on the questions CLEVR's
+  generator wrote about a CLEVR-format scenes file), beside those questions and scenes.
 - misses, two ways of making a contradiction from each reference:
   * answer swapped: the reference checked against another answer of the same type (a count one more or
     one less, the other yes/no, another value of the queried attribute; a union's count outside what its
@@ -37,6 +41,7 @@ from tqdm import tqdm
 
 from experiments.benchmark import write_report
 from explainers.answer_check import ATTRIBUTE_OF, NUMBERS, VALUE_OF_WORD, answer_kind, check_explanation
+from vqa_agent.world import clevr_io
 from vqa_agent.world.clevr_io import scenes_from_json
 from vqa_agent.world.programs import IllPosed, ProgramError, program_from_json, trace
 from vqa_agent.world.questions import ADJECTIVES, NOUNS, PLURALS
@@ -246,12 +251,28 @@ def load_questions(world: Path, max_items: int | None, seed: int = 0) -> list[di
     return questions
 
 
+def load_clevrx(scenes_path: Path, questions_path: Path, explanations_path: Path) -> tuple[list[dict], dict]:
+    """CLEVR's generator's questions, each with CLEVR-X's explanations of it as its references (questions
+    CLEVR-X did not explain are left out), and image_index -> Scene of the scenes file."""
+    explained = {int(k): v for k, v in json.loads(Path(explanations_path).read_text()).items()}
+    questions = []
+    for record in clevr_io.load_questions(questions_path):
+        texts = [t for t in explained.get(int(record.question_index), []) if t]
+        if texts and record.answer is not None:
+            questions.append({**clevr_io.question_to_json(record), "explanations": texts})
+    if not questions:
+        raise SystemExit(f"{explanations_path} explains none of the questions in {questions_path}")
+    scenes = {scene.index: scene for scene in
+              clevr_io.scenes_from_json(json.loads(Path(scenes_path).read_text()), str(scenes_path))}
+    return questions, scenes
+
+
 def _rate(value: float | None) -> str:
     return "     -" if value is None else f"{100 * value:5.2f}%"
 
 
 def print_report(report: dict) -> None:
-    print(f"answer check on {report['world']}: {report['overall']['questions']} questions, "
+    print(f"answer check on {report['world']} ({report['references']}): {report['overall']['questions']} questions, "
           f"{report['overall']['references']} reference explanations")
     print(f"  {'type':16}{'refs':>8}{'false alarms':>14}{'states ans.':>13}{'swapped':>9}{'misses':>9}"
           f"{'edited':>8}{'misses':>9}")
@@ -271,14 +292,28 @@ def print_report(report: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world", type=Path, required=True, help="a built world (its questions.json)")
-    parser.add_argument("--max-items", type=int, default=None, help="a random sample of N questions")
+    parser.add_argument("--world", type=Path, help="a built world (its questions.json and our references)")
+    parser.add_argument("--clevr-scenes", type=Path, help="with --clevrx-explanations: the CLEVR-format scenes file")
+    parser.add_argument("--clevr-questions", type=Path, help="... the questions CLEVR's generator wrote about them")
+    parser.add_argument("--clevrx-explanations", type=Path,
+                        help="... and CLEVR-X's explanations of them (clevrx_references --clevrx-output)")
+    parser.add_argument("--max-items", type=int, default=None, help="a random sample of N questions (--world)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    report = {"world": str(args.world), "max_items": args.max_items, "seed": args.seed,
-              "references": "the world's own (vqa_agent/world/explanations.py); CLEVR-X's need its generator",
-              **measure(load_questions(args.world, args.max_items, args.seed), load_scenes(args.world), args.seed)}
+    clevrx = (args.clevr_scenes, args.clevr_questions, args.clevrx_explanations)
+    if args.world is not None and any(clevrx):
+        parser.error("give --world, or the three CLEVR-X files, not both")
+    if args.world is not None:
+        questions, scenes = load_questions(args.world, args.max_items, args.seed), load_scenes(args.world)
+        source = {"world": str(args.world), "references": "the world's own (vqa_agent/world/explanations.py)"}
+    elif all(clevrx):
+        questions, scenes = load_clevrx(*clevrx)
+        source = {"world": str(args.clevr_scenes), "references": "CLEVR-X's (its generator run unchanged)",
+                  "clevr_questions": str(args.clevr_questions), "clevrx_explanations": str(args.clevrx_explanations)}
+    else:
+        parser.error("give --world, or all of --clevr-scenes, --clevr-questions and --clevrx-explanations")
+    report = {**source, "max_items": args.max_items, "seed": args.seed, **measure(questions, scenes, args.seed)}
     print_report(report)
     write_report(args.json, report)
 

@@ -177,3 +177,28 @@ def test_the_benchmark_on_a_tiny_world_meets_the_issues_targets(tiny_world, tmp_
     main(["--world", str(tiny_world), "--max-items", "30", "--json", str(out)])
     saved = json.loads(out.read_text())
     assert saved["overall"]["questions"] == 30 and "false alarms" in capsys.readouterr().out
+
+
+def test_the_benchmark_reads_clevrx_explanations_of_clevr_files(tiny_world, tmp_path, capsys):
+    """The CLEVR-X mode: a CLEVR-format scenes and questions file (here the tiny world's, written by clevr_io)
+    and an explanations file keyed by question_index, as `clevrx_references --clevrx-output` saves CLEVR-X's."""
+    from experiments.benchmark.answer_check import main
+    from vqa_agent.world import clevr_io
+
+    questions = json.loads((tiny_world / "questions.json").read_text())["questions"][:40]
+    scenes, asked = tmp_path / "scenes.json", tmp_path / "questions.json"
+    scenes.write_text((tiny_world / "scenes.json").read_text())
+    asked.write_text(json.dumps({"info": {}, "questions": [{k: v for k, v in q.items() if k != "explanations"}
+                                                           for q in questions]}))
+    explained = {str(q["question_index"]): q["explanations"][:3] for q in questions[:30]}
+    explanations = tmp_path / "clevrx.json"
+    explanations.write_text(json.dumps(explained))
+    out = tmp_path / "report.json"
+    main(["--clevr-scenes", str(scenes), "--clevr-questions", str(asked), "--clevrx-explanations", str(explanations),
+          "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert report["overall"]["questions"] == 30 and report["references"].startswith("CLEVR-X")
+    assert report["overall"]["false_alarm_rate"] <= 0.01 and report["overall"]["miss_rate"] <= 0.05
+    assert len(clevr_io.load_questions(asked)) == 40 and "CLEVR-X" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--world", str(tiny_world), "--clevr-scenes", str(scenes)])
