@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from explainers import registry
+from vqa_agent.checkpoints import is_hf_agent
 
 from . import preregistration
 from .assignment import ORDERS, PLAYED
@@ -205,3 +206,32 @@ def fixed_order(study: StudyConfig) -> str | None:
     if study.kind == "at-will":
         return None
     return study.order if study.order in PLAYED else "abab"
+
+
+# What an `hf:PATH` agent offers (vqa_agent/hf_agent.py, HFVQAAgent.capabilities) and what each built-in
+# explainer needs of an agent (its class's `requires`, explainers/agent_interface.py), written here so that a
+# study is checked without importing torch or the explainers (tests/game/test_study_explainers.py keeps both
+# equal to the classes'). A sham needs what the explainer it imitates needs.
+HF_AGENT_CAPABILITIES = frozenset({"answer", "attention", "question_embedding", "text_embedding", "fingerprint"})
+BUILTIN_REQUIRES = {"attention": frozenset({"attention"}), "objscene": frozenset({"answer", "concepts"}),
+                    "relqa": frozenset({"answer", "text_embedding", "fingerprint"}),
+                    "nle": frozenset({"answer", "question_embedding", "concepts", "proposals", "fingerprint"}),
+                    "introspect": frozenset({"answer", "proposals"})}
+
+
+def check_agent_explainers(study: StudyConfig, agent: str) -> None:
+    """ValueError, one sentence, when the study shows a built-in explainer that its agent (`agent`: the study's,
+    else the server's) cannot support: a transformers model (hf:PATH) has no object proposals nor concept
+    words, so only attention and relqa run on it. Other agents are checked by the workers that load them."""
+    if not is_hf_agent(agent):
+        return
+    shown = dict.fromkeys(name for arm in study.arms for name in explainers_of(study, arm))
+    for name in shown:
+        missing = sorted(BUILTIN_REQUIRES.get(registry.imitates(name) or name, frozenset()) - HF_AGENT_CAPABILITIES)
+        if missing:
+            where = ("settings.for_every_image / settings.for_the_secret / nle" if study.kind == "at-will"
+                     else "its arms")
+            supported = [n for n, needs in BUILTIN_REQUIRES.items() if needs <= HF_AGENT_CAPABILITIES]
+            raise ValueError(f"study {study.study_id} shows the {name} explainer, which needs {' and '.join(missing)} "
+                             f"of the agent, and the transformers agent {agent} offers neither proposals nor concept "
+                             f"words: show only {' or '.join(supported)} with it ({where})")

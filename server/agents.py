@@ -53,7 +53,7 @@ class Agents:
     def __init__(self, server_agent: str | Path, queue: RoundQueue) -> None:
         self.queue = queue
         self.server_worker = AgentHandle("", queue)
-        self._server_key = agent_key(server_agent)
+        self.server_agent, self._server_key = str(server_agent), agent_key(server_agent)
         self._handles: dict[str, AgentHandle] = {}
         self._lock = threading.Lock()
 

@@ -17,7 +17,7 @@ from explainers import registry
 from game.image_sets import choose_image_set
 from game.pool import GamePool, check_pool
 from game.settings import settings_named
-from game.study import StudyConfig, explainers_of, load_study
+from game.study import StudyConfig, check_agent_explainers, explainers_of, load_study
 from vqa_agent.checkpoints import is_shipped
 
 from .agents import Agents
@@ -60,6 +60,7 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
         raise ValueError(f"settings.images: a game of {settings.images} images needs a pool at least that large; "
                          f"this server's pool has {len(pool)} images")
     worker = agents.worker(study.agent)          # AgentUnavailable (a ValueError) says why not
+    check_agent_explainers(study, study.agent or agents.server_agent)   # before any worker published what it loaded
     shown = sorted({name for arm in study.arms for name in explainers_of(study, arm)})
     for name in shown:      # not built in: a third-party explainer, imported and checked (ValueError says why not)
         if name not in worker.explainers and name not in worker.unavailable:

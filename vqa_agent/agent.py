@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -53,9 +54,17 @@ class ImageError(ValueError):
 
 
 def pick_device(device: str = "auto") -> torch.device:
-    if device == "auto":
+    """auto (or nothing): the GPU when there is one, else the CPU. A GPU asked for where there is none
+    ("cuda", "cuda:1") is one warning line, not an error: the agent runs on the CPU (a worker must still
+    answer). Every agent picks its device here (VQAAgent, hf_agent.HFVQAAgent, the NLE's training)."""
+    if device in ("auto", None, ""):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    chosen = torch.device(device)
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        logging.getLogger(__name__).warning(
+            "device %r was asked for but no CUDA GPU is available: the agent runs on the CPU", str(device))
+        return torch.device("cpu")
+    return chosen
 
 
 def as_rgb_array(image) -> np.ndarray:

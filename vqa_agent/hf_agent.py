@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .agent import AgentOutput, as_rgb_array
+from .agent import AgentOutput, as_rgb_array, pick_device
 from .checkpoints import HF_ARCHITECTURES, HF_PREFIX, HFAgentError, checkpoint_fingerprint, hf_path
 from .tokenizer import ENGLISH_ONLY, QuestionError
 
@@ -46,15 +46,9 @@ class OpenVocabulary:
 
 def choose_device(device: str = "auto") -> torch.device:
     """auto: the GPU when there is one. A GPU asked for where there is none is a warning, not an error: the
-    model runs on the CPU (a study's agent must still answer)."""
-    if device in ("auto", None, ""):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    chosen = torch.device(device)
-    if chosen.type == "cuda" and not torch.cuda.is_available():
-        log.warning("device %r was asked for but no CUDA GPU is available: the transformers agent runs on the CPU",
-                    str(device))
-        return torch.device("cpu")
-    return chosen
+    model runs on the CPU (a study's agent must still answer). The same rule and the same line as the
+    shipped agent's (vqa_agent/agent.py, pick_device)."""
+    return pick_device(device)
 
 
 @contextmanager

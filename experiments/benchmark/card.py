@@ -2,6 +2,7 @@
 the study's players meet, in one file a study report can read.
 
     exag bench card --agent medium --world data/world --out results/card_medium [--max-items 400]
+    exag bench card --agent hf:models/vilt --world data/world --out results/card_vilt   # a transformers model
     exag analyze --data EXPORT --out REPORT --bench results/card_medium   # offline scores beside the study
 
 It answers a seeded sample of the world's test questions (DEFAULT_ITEMS = 400 unless --max-items says
@@ -23,8 +24,9 @@ unless --explainers names some (any name a study can use, an import path "module
 
 It writes OUT/card.json ({"agent": {"name", "accuracy", "by_type", "latency"}, "explainers": {name:
 {"kind", "e_vil", "faithfulness", "f1_at_es", "localisation", "sanity", "grading", "seconds"}}, ...};
-a measure that does not apply to an explainer is {"not_applicable": why}), OUT/card.md (the table) and
-plots: OUT/f1_at_t.png (F1@t curves) and OUT/faithfulness.png (unfaithful shares per test).
+a measure that does not apply to an explainer is {"not_applicable": why}; "ground_truth": what each measure
+is checked against, which an imported image pool lacks), OUT/card.md (the table) and plots: OUT/f1_at_t.png
+(F1@t curves) and OUT/faithfulness.png (unfaithful shares per test).
 """
 from __future__ import annotations
 
@@ -49,6 +51,22 @@ APPLIES = {
 SINGLE_REQUESTS = 30          # questions answered one at a time for the agent's latency
 DEFAULT_ITEMS = 400           # test questions of a card: the whole card in under 20 minutes on 2 cores
 SANITY_ITEMS = 50             # the randomisation check re-runs the agent ~21 times: on the first items only
+# what of the world each score is checked against: the card scores any agent (a shipped one, a checkpoint,
+# a transformers model hf:PATH) on the world's test items, which have it all; an imported image pool
+# (`exag pool import`) has none of it (no scenes, masks, true answers nor references; at most object words)
+GROUND_TRUTH = {
+    "accuracy": "the true answers",
+    "grading": "the scene (its objects and their attributes)",
+    "e_vil": "the reference explanations and the scene (facts)",
+    "f1_at_es": "the reference explanations",
+    "faithfulness": "the scene (re-rendered with edits)",
+    "localisation": "the objects' instance masks",
+    "sanity": "nothing of the world (the agent's own weights, randomised layer by layer)",
+    "word_checks": "the scene's objects and the true answers",
+}
+POOL_NOTE = ("An imported image pool (`exag pool import`) has no scenes, masks, true answers nor references: "
+             "no score here can be computed on it, which is why the card scores the agent on the world's test "
+             "items; a study on such a pool has its answers and explanations graded by the rater task instead.")
 
 
 def explainer_options(agent_name: str, world: Path, nle_model: str | Path | None) -> dict[str, dict]:
@@ -86,6 +104,16 @@ def agent_section(agent, name: str, items, outputs, batched_seconds: float) -> d
                         "single_p95_ms": float(np.percentile(single, 95)), "single_n": len(single)}}
 
 
+def sanity_applies(agent) -> str:
+    """"" when the randomisation check can run on `agent`, else why not: it randomises the shipped agent's
+    network layer by layer (sanity.py, cascade_layers), which another model (hf:PATH) does not have."""
+    from vqa_agent.agent import VQAAgent
+    if isinstance(agent, VQAAgent):
+        return ""
+    return (f"model parameter randomisation is written for the shipped agent's network (sanity.py), not for "
+            f"{type(agent).__name__}")
+
+
 def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[str, Callable]:
     """measure -> f(name, explainer, explanations) -> its JSON; imported lazily, each its own module."""
     from experiments.benchmark.e_vil import e_vil
@@ -113,23 +141,25 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
                log: Callable[[str], None] = print, options: dict[str, dict] | None = None) -> dict:
     """The card (see the module docstring); `options` adds to each explainer's options (name -> dict)."""
     from explainers import registry
-    from vqa_agent.agent import VQAAgent
+    from vqa_agent.loading import load_agent
     started = time.perf_counter()
     names = list(explainers or [*registry.BUILTIN_NAMES, *registry.installed()])
     for name in names:      # an unknown name or a broken plugin is refused (ValueError) before the agent loads
         registry.entry(name)
-    agent = VQAAgent.from_pretrained(agent_name)
+    agent = load_agent(agent_name)        # a shipped agent, a checkpoint directory or hf:PATH
     items = load_items(world, max_items, seed=seed)
     log(f"{len(items)} test questions of {world}; answering them with agent {agent_name}")
     t = time.perf_counter()
     outputs = answer(agent, items)
     card = {"agent": agent_section(agent, str(agent_name), items, outputs, time.perf_counter() - t),
-            "world": str(world), "max_items": max_items, "seed": seed, "explainers": {}, "unavailable": {}}
+            "world": str(world), "max_items": max_items, "seed": seed, "explainers": {}, "unavailable": {},
+            "ground_truth": {"needs": GROUND_TRUTH, "pool": POOL_NOTE}}
     all_options = explainer_options(agent_name, world, nle_model)
     for name, extra in (options or {}).items():
         all_options[name] = {**all_options.get(name, {}), **extra}
     loaded, card["unavailable"] = load_explainers(agent, names, all_options)
     runners = measure_runners(agent, items, outputs, seed, progress)
+    no_sanity = sanity_applies(agent)
     for name, explainer in loaded.items():
         log(f"explainer {name}: explaining {len(items)} answers")
         t = time.perf_counter()
@@ -138,6 +168,9 @@ def bench_card(agent_name: str, world: Path, max_items: int | None = None, expla
         for measure in MEASURES:
             if measure not in APPLIES.get(explainer.kind, set()):
                 entry[measure] = {"not_applicable": f"{name} explanations are {explainer.kind!r}"}
+                continue
+            if measure == "sanity" and no_sanity:
+                entry[measure] = {"not_applicable": no_sanity}
                 continue
             log(f"explainer {name}: {measure}")
             t = time.perf_counter()
@@ -196,6 +229,15 @@ def markdown(card: dict) -> str:
         lines.append(f"| {name} | " + " | ".join("" if c is None else f"{c:.1f}" for c in cells) + " |")
     if card.get("unavailable"):
         lines += ["", "Not benchmarked: " + "; ".join(f"{n} ({why})" for n, why in card["unavailable"].items())]
+    skipped = sorted({e["sanity"]["not_applicable"] for e in card["explainers"].values()
+                      if isinstance(e.get("sanity"), dict) and "not_applicable" in e["sanity"]
+                      and "explanations are" not in e["sanity"]["not_applicable"]})
+    lines += ["", f"Sanity not run: {skipped[0]}."] if skipped else []
+    truth = card.get("ground_truth")
+    if truth:
+        lines += ["", "## Ground truth each measure needs", "", "| measure | checked against |", "|---|---|"]
+        lines += [f"| {measure} | {what} |" for measure, what in truth["needs"].items()]
+        lines += ["", truth["pool"]]
     return "\n".join(lines) + "\n"
 
 
@@ -249,7 +291,8 @@ def write_card(card: dict, out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--agent", required=True, help="agent name (weak, medium, ...) or checkpoint directory")
+    parser.add_argument("--agent", required=True, help="agent name (weak, medium, ...), checkpoint directory or "
+                                                       "hf:PATH (a transformers VQA model)")
     parser.add_argument("--world", type=Path, default=Path("data/world"))
     parser.add_argument("--out", type=Path, required=True, help="directory for card.json, card.md and plots")
     parser.add_argument("--max-items", type=int, default=DEFAULT_ITEMS,
