@@ -26,13 +26,17 @@ traced on the scene the agent perceived: its proposals' predicted attributes and
 can be traced, by "The answer is X.". The payload says which, and the event log keeps it (the player
 sees the text only: explainers/kinds/text.py):
 
-    {"text": ..., "source": "generated" | "regenerated" | "traced" | "template",
+A symbolic agent's answer that its program gave is explained by the program itself: the reference
+explanation traced on the reading of the scene the program ran on (source "program", `program_payload`).
+
+    {"text": ..., "source": "program" | "generated" | "regenerated" | "traced" | "template",
      "check": the answer check's reason on the first generated sentence (why it was kept or replaced)}
 """
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -49,7 +53,7 @@ from vqa_agent.world.scene import ATTRIBUTES, Scene, SceneObject
 
 from .answer_check import AnswerCheck, check_explanation
 from .base import Explainer, ExplanationRequest
-from .nle_model import NO_REPEAT_NGRAM, NLEModel, agent_fingerprint
+from .nle_model import NO_REPEAT_NGRAM, NLEModel, NLETokenizer, agent_fingerprint
 
 if TYPE_CHECKING:
     from .agent_interface import Agent
@@ -58,11 +62,13 @@ if TYPE_CHECKING:
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"   # NLE models shipped with the package: nle-AGENT
 PREFIX = "nle-"
 BATCH_SIZE = 64                                          # requests decoded together
-SOURCES = ("generated", "regenerated", "traced", "template")   # where a payload's sentence came from
+# where a payload's sentence came from: "program" is the trace of the program a symbolic agent ran
+SOURCES = ("program", "generated", "regenerated", "traced", "template")
 # the perceived scene's ground frame from image positions: x along the camera's left axis (-centre x), y
 # along its front axis (the box's bottom: lower in the image is nearer); the image's width spans about
 # as many units as CLEVR's visible ground, so that the world's relation threshold keeps its meaning
 GROUND_SCALE = 8.0
+PARAPHRASES = 10   # a trace's wordings tried, canonical first, for one that states the answer and does not loop
 
 
 def shipped_models() -> dict[str, Path]:
@@ -122,6 +128,14 @@ class NLEExplainer(Explainer):
         self.check_answer = check_answer         # False: every sentence is shown as generated (benchmarks' "before")
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:
+        if self.check_answer:
+            programs = [program_payload(r.question, r.output) for r in requests]
+            rest = [i for i, p in enumerate(programs) if p is None]
+            if len(rest) < len(requests):
+                explained = self.payloads([requests[i] for i in rest]) if rest else []
+                for i, payload in zip(rest, explained):
+                    programs[i] = payload
+                return programs
         outputs = [r.output for r in requests]
         texts = self.model.explain(outputs, batch_size=self.batch_size, no_repeat_ngram=self.no_repeat_ngram)
         if not self.check_answer:
@@ -178,6 +192,26 @@ def fails(check: AnswerCheck) -> bool:
     return bool(check.contradicts) or check.states_answer is False
 
 
+LOOP_WORDS, LOOP_TIMES = 3, 3     # issue 32: no 3-word phrase written 3 times
+
+
+def loops(text: str, n: int = LOOP_WORDS, times: int = LOOP_TIMES) -> bool:
+    """Whether some n-word phrase occurs `times` times or more ("a large ball is a large ball is a ...")."""
+    words = NLETokenizer.split(text)
+    counts = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return bool(counts) and max(counts.values()) >= times
+
+
+def rejected(question: str, answer: str, text: str, check=check_explanation) -> bool:
+    """A sentence the explainer does not show: it fails the answer check, or it loops."""
+    return fails(check(question, answer, text)) or loops(text)
+
+
+def first_shown(question: str, answer: str, texts: Sequence[str]) -> str | None:
+    """The first of several paraphrases of a trace that the explainer may show."""
+    return next((t for t in texts if not rejected(question, answer, t)), None)
+
+
 def template(answer: str) -> str:
     return f"The answer is {answer}."
 
@@ -191,24 +225,46 @@ def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: S
     their sentences, batched); else the traced explanation (traced(i), None when there is none) when it
     passes the check; else the template."""
     checks = [check(q, a, t) for q, a, t in zip(questions, answers, texts)]
-    payloads = [{"text": t, "source": "generated", "check": c.reason} for t, c in zip(texts, checks)]
-    failed = [i for i, c in enumerate(checks) if fails(c)]
+    payloads = [{"text": t, "source": "generated", "check": c.reason + ("; loops" if loops(t) else "")}
+                for t, c in zip(texts, checks)]
+    failed = [i for i, (c, t) in enumerate(zip(checks, texts)) if fails(c) or loops(t)]
     constrained = [(i, constraint_for(questions[i], answers[i])) for i in failed]
     constrained = [(i, c) for i, c in constrained if c is not None]
     if constrained:
         again = regenerate([i for i, _ in constrained], [c for _, c in constrained])
         for (i, _), text in zip(constrained, again):
-            if not fails(check(questions[i], answers[i], text)):
+            if not rejected(questions[i], answers[i], text, check):
                 payloads[i].update(text=text, source="regenerated")
     for i in failed:
         if payloads[i]["source"] != "generated":
             continue
         text = traced(i)
-        if text and not fails(check(questions[i], answers[i], text)):
+        if text and not rejected(questions[i], answers[i], text, check):
             payloads[i].update(text=text, source="traced")
         else:
             payloads[i].update(text=template(answers[i]), source="template")
     return payloads
+
+
+def program_payload(question: str, output) -> dict | None:
+    """A symbolic agent's program answer explained by what the program did: the world's reference
+    explanation (CLEVR-X style) traced on the very reading of the scene the program ran on
+    (AgentOutput.program_scene), faithful by construction; None for other answers, or when the trace does
+    not give the answer or the sentence fails the check."""
+    scene = getattr(output, "program_scene", None)
+    program = parse_program(question) if scene is not None else None
+    if program is None:
+        return None
+    try:
+        if answer_text(trace(program, scene)[-1]) != output.answer:
+            return None
+        text = first_shown(question, output.answer, explain(program, scene, np.random.default_rng(0), n=PARAPHRASES,
+                                                            question=question))
+    except (IllPosed, ProgramError):
+        return None
+    if text is None:
+        return None
+    return {"text": text, "source": "program", "check": check_explanation(question, output.answer, text).reason}
 
 
 def perceived_scene(output) -> Scene | None:
@@ -239,6 +295,7 @@ def traced_explanation(question: str, output) -> str | None:
     try:
         if answer_text(trace(program, scene)[-1]) != output.answer:
             return None
-        return explain(program, scene, np.random.default_rng(0), n=1, question=question)[0]
+        texts = explain(program, scene, np.random.default_rng(0), n=PARAPHRASES, question=question)
     except (IllPosed, ProgramError):
         return None
+    return first_shown(question, output.answer, texts) or texts[0]

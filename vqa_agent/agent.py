@@ -36,6 +36,7 @@ from .run_lengths import mask_to_rle
 from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Objects, VQAModel
 from .symbolic import PerceivedScene, answer_symbolically, perceive
 from .tokenizer import QuestionError, Vocabulary
+from .world.scene import Scene
 
 IMAGE_MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
 IMAGE_STD = torch.tensor([0.25, 0.25, 0.25]).view(1, 3, 1, 1)
@@ -136,6 +137,9 @@ class AgentOutput:
     question_embedding: np.ndarray
     unknown_words: list[str] = field(default_factory=list)
     answered_by: str = "classifier"           # or "program" (symbolic agents, parsed questions)
+    # a program's answer: the reading of the scene the program ran on (vqa_agent/symbolic.py), so that an
+    # explanation can trace what the agent computed (explainers/nle.py)
+    program_scene: Scene | None = field(default=None, compare=False, repr=False)
     # Words naming nothing in the agent's world ("dog"): the answer is then no answer at all, and
     # `refusal` says why. The game refuses such questions before they reach the agent (Vocabulary.check).
     outside_words: list[str] = field(default_factory=list)
@@ -389,6 +393,7 @@ class VQAAgent:
                 concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
                 unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",
+                program_scene=symbolic.scene if symbolic is not None else None,
                 outside_words=list(question_read.outside_words),
                 refusal=refusal))
         return outputs

@@ -51,6 +51,7 @@ class SymbolicAnswer:
     answer: str
     probability: float       # product of the confidences of the objects the answer depends on
     evidence: list[int]      # indices of those objects (= proposals)
+    scene: Scene | None = None   # the reading of the scene the program ran on (an explanation traces it)
 
 
 def perceive(objects: Objects, row: int, scores: torch.Tensor) -> PerceivedScene:
@@ -118,5 +119,5 @@ def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAns
         probability = math.exp(-sum(c.cost for c in changes))
         for k in evidence or kept:
             probability *= perceived.confidence[k]
-        return SymbolicAnswer(answer, probability, evidence)
+        return SymbolicAnswer(answer, probability, evidence, scene)
     return None

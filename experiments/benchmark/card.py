@@ -21,6 +21,7 @@ unless --explainers names some (any name a study can use, an import path "module
 | localisation (relevance mass, relevance rank, pointing game) | localisation.py | attention |
 | sanity (model parameter randomisation) | sanity.py | attention |
 | word and related-answer checks | word_checks.py | objscene, relqa |
+| contradictions: states / contradicts the answer, per answer type, and the check's own error rates | contradictions.py | text |
 
 It writes OUT/card.json ({"agent": {"name", "accuracy", "by_type", "latency"}, "explainers": {name:
 {"kind", "e_vil", "faithfulness", "f1_at_es", "localisation", "sanity", "grading", "seconds"}}, ...};
@@ -41,10 +42,10 @@ import numpy as np
 from experiments.benchmark.items import answer, explain, load_items
 
 # the measures each kind of explanation gets (the card's keys); the rest are not applicable
-MEASURES = ("grading", "e_vil", "f1_at_es", "faithfulness", "localisation", "sanity", "word_checks")
+MEASURES = ("grading", "e_vil", "f1_at_es", "faithfulness", "localisation", "sanity", "word_checks", "contradictions")
 APPLIES = {
     "attention": {"grading", "faithfulness", "localisation", "sanity"},
-    "text": {"grading", "e_vil", "f1_at_es", "faithfulness"},
+    "text": {"grading", "e_vil", "f1_at_es", "faithfulness", "contradictions"},
     "qa_pairs": {"grading", "e_vil", "f1_at_es", "word_checks"},
     "words": {"grading", "word_checks"},
 }
@@ -116,6 +117,7 @@ def sanity_applies(agent) -> str:
 
 def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[str, Callable]:
     """measure -> f(name, explainer, explanations) -> its JSON; imported lazily, each its own module."""
+    from experiments.benchmark.contradictions import contradictions
     from experiments.benchmark.e_vil import e_vil
     from experiments.benchmark.explanation_grades import explanation_grades
     from experiments.benchmark.f1_at_es import f1_at_es
@@ -133,6 +135,7 @@ def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[st
         "sanity": lambda name, explainer, ex: sanity(agent, items[:SANITY_ITEMS], explainer_name=name, seed=seed,
                                                      progress=progress),
         "word_checks": lambda name, explainer, ex: word_checks(ex, items, outputs),
+        "contradictions": lambda name, explainer, ex: contradictions(items, outputs, ex),
     }
 
 
@@ -212,7 +215,29 @@ COLUMNS = [   # (header, path into an explainer's entry)
     ("ObjScene word precision", ("word_checks", "precision")),
     ("RelQA answers right", ("word_checks", "accuracy")),
     ("RelQA coherence", ("word_checks", "coherence")),
+    ("states answer %", ("contradictions", "overall", "states_answer")),
+    ("contradicts answer %", ("contradictions", "overall", "contradicts")),
 ]
+
+
+def contradiction_lines(card: dict) -> list[str]:
+    """Per answer type, each text explainer's shares (explainers/answer_check.py), and the check's errors."""
+    lines = []
+    for name, entry in card["explainers"].items():
+        found = entry.get("contradictions", {})
+        if "by_type" not in found:
+            continue
+        checker = found["checker"]
+        lines += ["", f"## {name}: does the explanation state the answer it explains?", "",
+                  "| answer type | n | states % | contradicts % | unreadable % | loops % |", "|---|---|---|---|---|---|"]
+        lines += [f"| {kind} | {r['n']} | {r['states_answer']:.1f} | {r['contradicts']:.1f} | {r['unreadable']:.1f} | "
+                  f"{r['loops']:.1f} |" for kind, r in found["by_type"].items() if r["n"]]
+        if "false_alarm_rate" in checker:
+            lines += ["", f"The check itself on these items: false alarms {100 * checker['false_alarm_rate']:.2f}% of "
+                          f"{checker['references']} reference explanations, misses "
+                          f"{100 * (checker['miss_rate'] or 0):.2f}% of {checker['swapped'] + checker['edited']} "
+                          "contradictions made from them."]
+    return lines
 
 
 def markdown(card: dict) -> str:
@@ -233,6 +258,7 @@ def markdown(card: dict) -> str:
                       if isinstance(e.get("sanity"), dict) and "not_applicable" in e["sanity"]
                       and "explanations are" not in e["sanity"]["not_applicable"]})
     lines += ["", f"Sanity not run: {skipped[0]}."] if skipped else []
+    lines += contradiction_lines(card)
     truth = card.get("ground_truth")
     if truth:
         lines += ["", "## Ground truth each measure needs", "", "| measure | checked against |", "|---|---|"]

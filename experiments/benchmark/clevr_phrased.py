@@ -3,7 +3,7 @@ and on our world's held-out phrasings (the table of issue 13).
 
     python -m experiments.benchmark.clevr_phrased --world data/world --agents weak,medium,strong \\
         --clevr-generator /tmp/clevr/question_generation [--images 400] [--per-image 10] [--seed 5] \\
-        [--threads 2] --json results/clevr_phrased.json
+        [--threads 2] [--keep-files DIR] --json results/clevr_phrased.json
 
 CLEVR-phrased (only where CLEVR's question generator is on disk; skipped with a message otherwise):
   1. the world's first N test images are written as a CLEVR scenes file (clevr_io, info.split "test");
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -245,7 +246,7 @@ def world_test_split(world: Path, progress: bool = True) -> tuple[list[dict], li
 
 
 def benchmark(world: Path, agent_names: list[str], generator: Path | None, images: int, per_image: int, seed: int,
-              progress: bool = True) -> dict:
+              progress: bool = True, keep_files: Path | None = None) -> dict:
     world = Path(world)
     scenes, own_questions = world_test_split(world, progress)
     first = scenes[:images]
@@ -269,6 +270,10 @@ def benchmark(world: Path, agent_names: list[str], generator: Path | None, image
         with tempfile.TemporaryDirectory(prefix="clevr_phrased_") as work:
             questions, note = clevr_phrased_questions(world, first, Path(generator), per_image, seed, Path(work),
                                                       progress)
+            if keep_files is not None:   # the CLEVR-format scenes and questions, for CLEVR-X and nle_clevrx
+                Path(keep_files).mkdir(parents=True, exist_ok=True)
+                for name in ("EXAG_test_scenes.json", "EXAG_test_questions.json"):
+                    shutil.copyfile(Path(work) / name, Path(keep_files) / name)
         answered = {name: agent_answers(agent, world, first, questions, progress) for name, agent in agents.items()}
         report["clevr_phrased"] = {"generator_metadata": note, **measure(agents, questions, first, answered, progress)}
 
@@ -366,11 +371,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--per-image", type=int, default=10, help="CLEVR templates instantiated per image")
     parser.add_argument("--seed", type=int, default=5, help="seed of CLEVR's generator")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--keep-files", type=Path, default=None,
+                        help="keep the CLEVR-format scenes and the generator's questions in this folder")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     report = benchmark(args.world, [a for a in args.agents.split(",") if a], args.clevr_generator, args.images,
-                       args.per_image, args.seed)
+                       args.per_image, args.seed, keep_files=args.keep_files)
     print_report(report)
     write_report(args.json, report)
     return report

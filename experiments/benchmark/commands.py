@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="CLEVR's question_generation directory (clevr-dataset-gen); skipped when absent")
     clevr.add_argument("--images", type=int, default=400)
     clevr.add_argument("--seed", type=int, default=5)
+    clevr.add_argument("--keep-files", type=Path, default=None,
+                       help="keep the CLEVR-format scenes and the generator's questions in this folder")
     clevr.add_argument("--json", type=Path, help="write the results here")
     clevr.set_defaults(run=clevr_command)
     latency = commands.add_parser("latency", help="p50/p95 of one question over 5 and 20 images",
@@ -108,7 +110,8 @@ def clevr_command(args: argparse.Namespace) -> int:
 
     world = default_world(args.world, ("test",), "`exag bench clevr`")
     main(["--world", str(world), "--agents", args.agents, "--images", str(args.images), "--seed", str(args.seed)]
-         + _optional("--clevr-generator", args.clevr_generator) + _optional("--json", args.json))
+         + _optional("--clevr-generator", args.clevr_generator) + _optional("--keep-files", args.keep_files)
+         + _optional("--json", args.json))
     return 0
 
 

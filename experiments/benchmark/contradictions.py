@@ -15,20 +15,12 @@ edited), measured by experiments/benchmark/answer_check.py's `measure`.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from explainers.answer_check import check_explanation
-from explainers.nle_model import NLETokenizer
+from explainers.nle import LOOP_TIMES, LOOP_WORDS, loops
 from experiments.benchmark.answer_check import measure
 from experiments.benchmark.e_vil import text_of
-
-LOOP_WORDS, LOOP_TIMES = 3, 3     # issue 32: "no 3-word phrase repeated 3 times"
-
-
-def loops(text: str, n: int = LOOP_WORDS, times: int = LOOP_TIMES) -> bool:
-    words = NLETokenizer.split(text)
-    counts = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
-    return bool(counts) and max(counts.values()) >= times
 
 
 def _shares(rows: list[tuple[bool | None, bool, bool]]) -> dict:

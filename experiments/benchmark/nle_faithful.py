@@ -11,8 +11,8 @@ of them, in the world's order). Each is explained three ways by the agent's ship
 - after: blocking and the final check (regenerated, traced or templated when the sentence fails it).
 
 and each sentence shown is checked by explainers/answer_check.py: the share that states the answer, that
-contradicts it (says another answer), that says nothing the check can read, and that loops (repeats a
-3-gram of words); after, also the share of each source.
+contradicts it (says another answer), that says nothing the check can read, and that loops (a 3-word
+phrase written 3 times or more: explainers/nle.py loops); after, also the share of each source.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from tqdm import tqdm
 
 from explainers.answer_check import check_explanation
 from explainers.base import ExplanationRequest
-from explainers.nle import SOURCES, NLEExplainer
-from explainers.nle_model import NO_REPEAT_NGRAM, NLETokenizer
+from explainers.nle import SOURCES, NLEExplainer, loops
+from explainers.nle_model import NO_REPEAT_NGRAM
 from vqa_agent.agent import VQAAgent
 from vqa_agent.data import WorldTables
 from experiments.benchmark import write_report
@@ -38,12 +38,6 @@ ENDS = ("count", "exist")        # and every query_* function
 SETTINGS = {"before": dict(no_repeat_ngram=False, check_answer=False),     # blocking: --no-repeat-ngram's n
             "blocking": dict(no_repeat_ngram=True, check_answer=False),
             "after": dict(no_repeat_ngram=True, check_answer=True)}
-
-
-def loops(text: str, n: int = 3) -> bool:
-    words = NLETokenizer.split(text)
-    grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
-    return len(grams) != len(set(grams))
 
 
 def asked(question: dict) -> bool:
@@ -118,9 +112,8 @@ def print_table(reports: list[dict]) -> None:
             row = report[name]
             print(f"{report['agent']:8}{report['items']:5d}  {name:9}" + "".join(f"{row[k]:8.1f}" for _, k in columns)
                   + "".join(f"{row['sources'][s]:8.1f}" for s in SOURCES) + f"{row['ms_per_item']:9.2f}")
-    print("(percent of correctly answered count/exist/query items; loops: repeats a 3-gram of words, which\n"
-          " CLEVR-X style references also do: \"there is a ... and there is a ...\"; changed: other text than\n"
-          " before; sources: of the sentences shown)")
+    print("(percent of correctly answered count/exist/query items; loops: a 3-word phrase written 3 times or\n"
+          " more; changed: other text than before; sources: of the sentences shown)")
     for report in reports:
         for example in report["examples"][:2]:
             print(f"  [{report['agent']}] Q: {example['question']}  A: {example['answer']}\n"

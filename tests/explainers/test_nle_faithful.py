@@ -126,7 +126,7 @@ def test_the_explainer_shows_only_sentences_that_state_their_answer(agent, tiny_
             assert payload["source"] == "template" or not fails(
                 check_explanation(request.question, request.output.answer, payload["text"]))
             assert for_player(e)["payload"] == {"text": payload["text"]}       # the player sees the text only
-            logged = _for_log(e, request.output, GroundTruth(scene_of([]), None, None), 0, 0, True)
+            logged = _for_log(e, request.output, GroundTruth(scene_of([]), None, None), 0, 0, True, None, None)
             assert logged["payload"]["source"] == payload["source"] and logged["payload"]["check"] == payload["check"]
     unchecked = load_explainer("nle", agent, model=tiny_nle_dir, check_answer=False).explain_batch(swapped)
     assert {e.payload["source"] for e in unchecked} == {"generated"}
@@ -151,3 +151,34 @@ def test_the_traced_explanation_is_the_reference_on_the_scene_the_agent_perceive
         text = traced_explanation(r.question, r.output)
         if text is not None:
             assert not fails(check_explanation(r.question, r.output.answer, text)), (r.question, r.output.answer, text)
+
+
+def test_a_program_answer_is_explained_by_the_trace_of_the_program(requests):
+    """A symbolic agent's program answer (AgentOutput.program_scene: the reading the program ran on) is
+    explained by the reference explanation traced on that reading, with source "program"; an answer the
+    trace does not give, or another agent's answer, falls through to the generator."""
+    from hand_scenes import FIVE_OBJECTS, hand_scene
+    from explainers.nle import program_payload
+
+    scene = hand_scene(FIVE_OBJECTS)     # 0 large red metal cube, ..., 4 small yellow metal cube
+    question = "What color is the large cube?"
+    output = replace(requests[0].output, question=question, answer="red", answered_by="program", program_scene=scene)
+    payload = program_payload(question, output)
+    assert payload["source"] == "program" and "red" in payload["text"].lower()
+    assert not fails(check_explanation(question, "red", payload["text"]))
+    assert program_payload(question, replace(output, answer="blue")) is None          # the trace says red
+    assert program_payload(question, replace(output, program_scene=None)) is None     # a classifier's answer
+
+
+@pytest.mark.parametrize("text, looping", [
+    ("a large ball is a large ball is a large ball is a large ball", True),
+    ("the large ball is a large ball is a large ball", False),        # "a large ball" twice
+    ("there is a cube and a cube", False),
+])
+def test_a_sentence_that_writes_a_phrase_three_times_loops_and_is_not_shown(text, looping):
+    from explainers.nle import loops
+    assert loops(text) is looping
+    payloads = faithful_payloads(["What shape is the large thing?"], ["sphere"], [text + " It is a sphere."],
+                                 lambda indices, constraints: ["The large thing is a sphere."] * len(indices),
+                                 lambda i: None)
+    assert (payloads[0]["source"] == "regenerated") is looping

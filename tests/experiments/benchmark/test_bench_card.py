@@ -71,6 +71,10 @@ def test_every_explainer_gets_the_measures_of_its_kind(card, tmp_path):
     table = (tmp_path / "card.md").read_text()
     assert all(f"| {name} |" in table for name in card["explainers"]) and table == markdown(card)
     assert {p.name for p in written} >= {"card.json", "card.md", "f1_at_t.png", "faithfulness.png"}
+    # text explainers: states / contradicts the answer per answer type, and the check's own error rates
+    nle = card["explainers"]["nle"]["contradictions"]
+    assert nle["overall"]["n"] == 8 and nle["checker"]["false_alarm_rate"] <= 0.01
+    assert "## nle: does the explanation state the answer it explains?" in table
 
 
 def test_exag_bench_card_and_analyze_read_it(agent_world, tiny_agent_dir, tiny_nle_dir, tmp_path):
