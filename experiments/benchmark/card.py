@@ -64,6 +64,7 @@ GROUND_TRUTH = {
     "localisation": "the objects' instance masks",
     "sanity": "nothing of the world (the agent's own weights, randomised layer by layer)",
     "word_checks": "the scene's objects and the true answers",
+    "contradictions": "the agent's answers; the check's own error rates: the reference explanations",
 }
 POOL_NOTE = ("An imported image pool (`exag pool import`) has no scenes, masks, true answers nor references: "
              "no score here can be computed on it, which is why the card scores the agent on the world's test "
