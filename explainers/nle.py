@@ -246,22 +246,27 @@ def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: S
     return payloads
 
 
-def program_payload(question: str, output) -> dict | None:
-    """A symbolic agent's program answer explained by what the program did: the world's reference
-    explanation (CLEVR-X style) traced on the very reading of the scene the program ran on
-    (AgentOutput.program_scene), faithful by construction; None for other answers, or when the trace does
-    not give the answer or the sentence fails the check."""
-    scene = getattr(output, "program_scene", None)
+def trace_wordings(question: str, answer: str, scene: Scene | None) -> list[str] | None:
+    """Wordings of the world's reference explanation (CLEVR-X style, canonical first) of the parsed question
+    traced on `scene`, when the trace gives `answer`; None when the question does not parse, is ill-posed
+    on the scene, or the scene gives another answer (an explanation of another answer is no explanation)."""
     program = parse_program(question) if scene is not None else None
     if program is None:
         return None
     try:
-        if answer_text(trace(program, scene)[-1]) != output.answer:
+        if answer_text(trace(program, scene)[-1]) != answer:
             return None
-        text = first_shown(question, output.answer, explain(program, scene, np.random.default_rng(0), n=PARAPHRASES,
-                                                            question=question))
+        return explain(program, scene, np.random.default_rng(0), n=PARAPHRASES, question=question)
     except (IllPosed, ProgramError):
         return None
+
+
+def program_payload(question: str, output) -> dict | None:
+    """A symbolic agent's program answer explained by what the program did: the trace on the very reading
+    of the scene the program ran on (AgentOutput.program_scene), faithful by construction; None for other
+    answers, or when no wording of the trace gives the answer, passes the check and does not loop."""
+    texts = trace_wordings(question, output.answer, getattr(output, "program_scene", None))
+    text = first_shown(question, output.answer, texts) if texts else None
     if text is None:
         return None
     return {"text": text, "source": "program", "check": check_explanation(question, output.answer, text).reason}
@@ -285,17 +290,7 @@ def perceived_scene(output) -> Scene | None:
 
 
 def traced_explanation(question: str, output) -> str | None:
-    """The world's reference explanation (CLEVR-X style) of the parsed question on the scene the agent
-    perceived, when that scene gives the agent's answer; None when the question does not parse, is ill-posed
-    on that scene, or the scene gives another answer (an explanation of another answer is no explanation)."""
-    program = parse_program(question)
-    scene = perceived_scene(output) if program is not None else None
-    if scene is None:
-        return None
-    try:
-        if answer_text(trace(program, scene)[-1]) != output.answer:
-            return None
-        texts = explain(program, scene, np.random.default_rng(0), n=PARAPHRASES, question=question)
-    except (IllPosed, ProgramError):
-        return None
-    return first_shown(question, output.answer, texts) or texts[0]
+    """The world's reference explanation of the parsed question on the scene the agent perceived (its
+    proposals, placed by their boxes: perceived_scene), when that scene gives the agent's answer."""
+    texts = trace_wordings(question, output.answer, perceived_scene(output))
+    return (first_shown(question, output.answer, texts) or texts[0]) if texts else None

@@ -146,6 +146,16 @@ class AgentOutput:
     refusal: str | None = None
 
 
+def question_per_image(images: Sequence, questions: Sequence[str] | str) -> list[str]:
+    """questions[i] for images[i]; a single question is asked of every image."""
+    questions = [questions] if isinstance(questions, str) else list(questions)
+    if len(questions) == 1 and len(images) > 1:
+        questions = questions * len(images)
+    if len(images) != len(questions):
+        raise ValueError(f"got {len(images)} images but {len(questions)} questions")
+    return questions
+
+
 def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     lengths = torch.tensor([len(e) for e in encoded])
     ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)
@@ -339,12 +349,7 @@ class VQAAgent:
     @torch.inference_mode()
     def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
         """Answers questions[i] about images[i]. A single question is asked of every image."""
-        if isinstance(questions, str):
-            questions = [questions]
-        if len(questions) == 1 and len(images) > 1:
-            questions = list(questions) * len(images)
-        if len(images) != len(questions):
-            raise ValueError(f"got {len(images)} images but {len(questions)} questions")
+        questions = question_per_image(images, questions)
         if not images:
             return []
         # what depends on the question alone, once per distinct question (a round asks one of 20 images)

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .agent import AgentOutput, as_rgb_array, pick_device
+from .agent import AgentOutput, as_rgb_array, pick_device, question_per_image
 from .checkpoints import HF_ARCHITECTURES, HF_PREFIX, HFAgentError, checkpoint_fingerprint, hf_path
 from .tokenizer import ENGLISH_ONLY, QuestionError
 
@@ -129,12 +129,7 @@ class HFVQAAgent:
     @torch.inference_mode()
     def answer(self, images: Sequence, questions) -> list[AgentOutput]:
         """Answers questions[i] about images[i]. A single question is asked of every image."""
-        if isinstance(questions, str):
-            questions = [questions]
-        if len(questions) == 1 and len(images) > 1:
-            questions = list(questions) * len(images)
-        if len(images) != len(questions):
-            raise ValueError(f"got {len(images)} images but {len(questions)} questions")
+        questions = question_per_image(images, questions)
         embedded = dict(zip(dict.fromkeys(questions), self.embed_texts(list(dict.fromkeys(questions)))))
         size = 1 if self.batch_invariant else MAX_BATCH
         outputs = []
