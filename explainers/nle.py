@@ -128,14 +128,16 @@ class NLEExplainer(Explainer):
         self.check_answer = check_answer         # False: every sentence is shown as generated (benchmarks' "before")
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:
-        if self.check_answer:
-            programs = [program_payload(r.question, r.output) for r in requests]
-            rest = [i for i, p in enumerate(programs) if p is None]
-            if len(rest) < len(requests):
-                explained = self.payloads([requests[i] for i in rest]) if rest else []
-                for i, payload in zip(rest, explained):
-                    programs[i] = payload
-                return programs
+        # a program's answer is explained by its trace; the generator writes the rest
+        shown = [program_payload(r.question, r.output) if self.check_answer else None for r in requests]
+        rest = [i for i, payload in enumerate(shown) if payload is None]
+        for i, payload in zip(rest, self._generated([requests[i] for i in rest])):
+            shown[i] = payload
+        return shown
+
+    def _generated(self, requests: list[ExplanationRequest]) -> list[dict]:
+        if not requests:
+            return []
         outputs = [r.output for r in requests]
         texts = self.model.explain(outputs, batch_size=self.batch_size, no_repeat_ngram=self.no_repeat_ngram)
         if not self.check_answer:
@@ -246,27 +248,33 @@ def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: S
     return payloads
 
 
-def trace_wordings(question: str, answer: str, scene: Scene | None) -> list[str] | None:
-    """Wordings of the world's reference explanation (CLEVR-X style, canonical first) of the parsed question
-    traced on `scene`, when the trace gives `answer`; None when the question does not parse, is ill-posed
-    on the scene, or the scene gives another answer (an explanation of another answer is no explanation)."""
+def traced(question: str, answer: str, scene: Scene | None) -> tuple[str | None, str | None]:
+    """The world's reference explanation (CLEVR-X style) of the parsed question traced on `scene`, when the
+    trace gives `answer`: (the first wording the explainer may show, the canonical wording); the other
+    wordings (PARAPHRASES) are written only when the canonical one is rejected. (None, None) when the
+    question does not parse, is ill-posed on the scene, or the scene gives another answer (an explanation
+    of another answer is no explanation)."""
     program = parse_program(question) if scene is not None else None
     if program is None:
-        return None
+        return None, None
     try:
         if answer_text(trace(program, scene)[-1]) != answer:
-            return None
-        return explain(program, scene, np.random.default_rng(0), n=PARAPHRASES, question=question)
+            return None, None
+        canonical = explain(program, scene, np.random.default_rng(0), n=1, question=question)[0]
+        if not rejected(question, answer, canonical):
+            return canonical, canonical
+        # explain's wordings start with the canonical one whatever n is: the others are new
+        others = explain(program, scene, np.random.default_rng(0), n=PARAPHRASES, question=question)[1:]
     except (IllPosed, ProgramError):
-        return None
+        return None, None
+    return first_shown(question, answer, others), canonical
 
 
 def program_payload(question: str, output) -> dict | None:
     """A symbolic agent's program answer explained by what the program did: the trace on the very reading
     of the scene the program ran on (AgentOutput.program_scene), faithful by construction; None for other
     answers, or when no wording of the trace gives the answer, passes the check and does not loop."""
-    texts = trace_wordings(question, output.answer, getattr(output, "program_scene", None))
-    text = first_shown(question, output.answer, texts) if texts else None
+    text, _ = traced(question, output.answer, getattr(output, "program_scene", None))
     if text is None:
         return None
     return {"text": text, "source": "program", "check": check_explanation(question, output.answer, text).reason}
@@ -292,5 +300,5 @@ def perceived_scene(output) -> Scene | None:
 def traced_explanation(question: str, output) -> str | None:
     """The world's reference explanation of the parsed question on the scene the agent perceived (its
     proposals, placed by their boxes: perceived_scene), when that scene gives the agent's answer."""
-    texts = trace_wordings(question, output.answer, perceived_scene(output))
-    return (first_shown(question, output.answer, texts) or texts[0]) if texts else None
+    shown, canonical = traced(question, output.answer, perceived_scene(output))
+    return shown or canonical

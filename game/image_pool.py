@@ -2,7 +2,7 @@
 size as the world's, with the agent's embeddings of them, and no scenes nor masks. It has the interface of
 GamePool (game/pool.py), which opens a directory holding `pool.json` as one of these:
 
-    pool = GamePool("data/pools/holiday")   # or open_pool(...); isinstance(pool, ImagePool)
+    pool = GamePool("data/pools/holiday")   # isinstance(pool, ImagePool)
     pool.has_ground_truth                   # False: scene(i) and masks(i) are None, answers are "ungraded"
     pool.objects(i)                         # the annotated object words of image i, or None (not annotated)
 

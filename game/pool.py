@@ -5,8 +5,8 @@ beside the world (keyed by the agent's checkpoint and the pool), which the first
 computes once with `compute_embeddings`.
 
 A pool is a built world (`scenes.json`) or a folder of images imported by `exag pool import` (`pool.json`,
-game/image_pool.py: no scenes nor masks, `has_ground_truth` False). `GamePool(path)` and `open_pool(path)`
-open either; `pool_dir(name)` finds a pool by directory or by name under data/pools/.
+game/image_pool.py: no scenes nor masks, `has_ground_truth` False). `GamePool(path)` opens
+either; `pool_dir(name)` finds a pool by directory or by name under data/pools/.
 """
 from __future__ import annotations
 
@@ -65,11 +65,6 @@ def check_pool(name: str, pool: "GamePool") -> None:
     if wanted != pool.world:
         raise ValueError(f"pool: this study plays on the image pool {wanted}; this server's games draw from "
                          f"{pool.world} (start it with `exag serve --pool {name}`)")
-
-
-def open_pool(path: str | Path) -> "GamePool":
-    """The game pool at `path`: a built world's, or an imported folder of images (an ImagePool)."""
-    return GamePool(path)
 
 
 class GamePool:

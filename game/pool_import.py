@@ -233,15 +233,6 @@ def _match(words: dict[str, list[str]], entries: list[dict], path: Path, warning
 
 # --- embeddings, image sets, writing --------------------------------------------------------------------
 
-def _load_agent(agent: str, device: str):
-    try:
-        from vqa_agent.loading import load_agent          # also hf:PATH (transformers) agents
-    except ImportError:
-        from vqa_agent.agent import VQAAgent
-        return VQAAgent.from_pretrained(agent, device=device)
-    return load_agent(agent, device)
-
-
 def _fingerprint(agent: str) -> str:
     """The agent's checkpoint fingerprint (what the pool's embeddings are keyed by); one line if it has none."""
     from vqa_agent.checkpoints import checkpoint_fingerprint
@@ -254,7 +245,8 @@ def _fingerprint(agent: str) -> str:
 def _embed(pool_dir: Path, agent_name: str, device: str, progress: bool) -> tuple[np.ndarray, Path]:
     """The agent's embeddings of the pool's images, stored beside them where the game pool reads them."""
     pool = ImagePool(pool_dir)
-    agent = _load_agent(agent_name, device)
+    from vqa_agent.loading import load_agent          # also hf:PATH (transformers) agents
+    agent = load_agent(agent_name, device)
     embeddings = np.asarray(pool.compute_embeddings(agent_name, agent, pool_dir / ".cache", progress))
     if embeddings.ndim != 2 or embeddings.shape[0] != len(pool) or not np.isfinite(embeddings).all():
         raise ValueError(f"agent {agent_name!r} embedded {len(pool)} images as an array of shape {embeddings.shape} "

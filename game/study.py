@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from explainers import registry
-from vqa_agent.checkpoints import is_hf_agent
+from vqa_agent.checkpoints import HF_CAPABILITIES, is_hf_agent
 
 from . import preregistration
 from .assignment import ORDERS, PLAYED
@@ -208,11 +208,10 @@ def fixed_order(study: StudyConfig) -> str | None:
     return study.order if study.order in PLAYED else "abab"
 
 
-# What an `hf:PATH` agent offers (vqa_agent/hf_agent.py, HFVQAAgent.capabilities) and what each built-in
-# explainer needs of an agent (its class's `requires`, explainers/agent_interface.py), written here so that a
-# study is checked without importing torch or the explainers (tests/game/test_study_explainers.py keeps both
-# equal to the classes'). A sham needs what the explainer it imitates needs.
-HF_AGENT_CAPABILITIES = frozenset({"answer", "attention", "question_embedding", "text_embedding", "fingerprint"})
+# What each built-in explainer needs of an agent (its class's `requires`, explainers/agent_interface.py),
+# written here so that a study is checked without importing torch or the explainers
+# (tests/game/test_study_explainers.py keeps it equal to the classes'); what an `hf:PATH` agent offers is
+# vqa_agent/checkpoints.py's HF_CAPABILITIES. A sham needs what the explainer it imitates needs.
 BUILTIN_REQUIRES = {"attention": frozenset({"attention"}), "objscene": frozenset({"answer", "concepts"}),
                     "relqa": frozenset({"answer", "text_embedding", "fingerprint"}),
                     "nle": frozenset({"answer", "question_embedding", "concepts", "proposals", "fingerprint"}),
@@ -227,11 +226,11 @@ def check_agent_explainers(study: StudyConfig, agent: str) -> None:
         return
     shown = dict.fromkeys(name for arm in study.arms for name in explainers_of(study, arm))
     for name in shown:
-        missing = sorted(BUILTIN_REQUIRES.get(registry.imitates(name) or name, frozenset()) - HF_AGENT_CAPABILITIES)
+        missing = sorted(BUILTIN_REQUIRES.get(registry.imitates(name) or name, frozenset()) - HF_CAPABILITIES)
         if missing:
             where = ("settings.for_every_image / settings.for_the_secret / nle" if study.kind == "at-will"
                      else "its arms")
-            supported = [n for n, needs in BUILTIN_REQUIRES.items() if needs <= HF_AGENT_CAPABILITIES]
+            supported = [n for n, needs in BUILTIN_REQUIRES.items() if needs <= HF_CAPABILITIES]
             raise ValueError(f"study {study.study_id} shows the {name} explainer, which needs {' and '.join(missing)} "
                              f"of the agent, and the transformers agent {agent} offers neither proposals nor concept "
                              f"words: show only {' or '.join(supported)} with it ({where})")

@@ -22,6 +22,9 @@ DEFAULT_AGENT = "medium"                                           # what "defau
 CHECKPOINT_FILES = ("config.json", "vocabulary.json", "model.safetensors")
 HF_PREFIX = "hf:"
 HF_ARCHITECTURES = ("ViltForQuestionAnswering", "BlipForQuestionAnswering")   # what hf_agent.py can answer with
+# what such an agent gives an explainer (explainers/agent_interface.py CAPABILITIES): no object proposals nor
+# concept words; here, torch-free, so that a study is checked against it without loading the model
+HF_CAPABILITIES = frozenset({"answer", "attention", "question_embedding", "text_embedding", "fingerprint"})
 # the files of a transformers model directory that decide what it answers: configuration, weights (one file or
 # shards with their index), and what turns images and text into its inputs
 HF_FILE_PATTERNS = ("config.json", "generation_config.json", "*.safetensors", "*.safetensors.index.json",

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .agent import AgentOutput, as_rgb_array, pick_device, question_per_image
-from .checkpoints import HF_ARCHITECTURES, HF_PREFIX, HFAgentError, checkpoint_fingerprint, hf_path
+from .checkpoints import HF_ARCHITECTURES, HF_CAPABILITIES, HF_PREFIX, HFAgentError, checkpoint_fingerprint, hf_path
 from .tokenizer import ENGLISH_ONLY, QuestionError
 
 log = logging.getLogger(__name__)
@@ -44,13 +44,6 @@ class OpenVocabulary:
             raise QuestionError(ENGLISH_ONLY)
 
 
-def choose_device(device: str = "auto") -> torch.device:
-    """auto: the GPU when there is one. A GPU asked for where there is none is a warning, not an error: the
-    model runs on the CPU (a study's agent must still answer). The same rule and the same line as the
-    shipped agent's (vqa_agent/agent.py, pick_device)."""
-    return pick_device(device)
-
-
 @contextmanager
 def _quiet_loading():
     """transformers draws progress bars while it loads weights: noise in a worker's log."""
@@ -65,7 +58,7 @@ def _quiet_loading():
 
 
 class HFVQAAgent:
-    capabilities = frozenset({"answer", "attention", "question_embedding", "text_embedding", "fingerprint"})
+    capabilities = HF_CAPABILITIES
 
     def __init__(self, name_or_path, device: str = "auto") -> None:
         import transformers
@@ -74,7 +67,7 @@ class HFVQAAgent:
         self.name = f"{HF_PREFIX}{self.path}"
         config = json.loads((self.path / "config.json").read_text())
         self.architecture = next(a for a in config["architectures"] if a in HF_ARCHITECTURES)
-        self.device = choose_device(device)
+        self.device = pick_device(device)      # a GPU asked for where there is none: one warning, the CPU
         # half precision where it is fast (a GPU); float32 on the CPU, where float16 is slow and inexact
         self.dtype = torch.float16 if self.device.type == "cuda" else torch.float32
         try:

@@ -9,6 +9,7 @@ import torch
 from exag_cli import main as exag
 from explainers import load_explainer
 from explainers.base import ExplanationRequest
+from round_requests import requests_about
 from explainers.nle import CHECKPOINT_DIR, resolve_nle_path
 from explainers.nle_model import NLEModel, agent_fingerprint
 from experiments.benchmark.nle_metrics import nlg_scores
@@ -33,10 +34,7 @@ def agent(tiny_agent_dir):
 
 @pytest.fixture(scope="module")
 def requests(agent, agent_world):
-    images = sorted((agent_world / "images").glob("EXAG_test_*.png"))[:3]
-    pairs = [(image, question) for image in images for question in QUESTIONS]
-    outputs = agent.answer([i for i, _ in pairs], [q for _, q in pairs])
-    return [ExplanationRequest(image, question, output) for (image, question), output in zip(pairs, outputs)]
+    return requests_about(agent, agent_world, QUESTIONS, images=3)
 
 
 def test_training_keeps_the_best_model_with_its_record(tiny_nle_dir, agent):

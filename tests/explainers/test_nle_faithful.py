@@ -12,6 +12,7 @@ import torch
 from explainers import load_explainer
 from explainers.answer_check import check_explanation
 from explainers.base import ExplanationRequest
+from round_requests import requests_about
 from explainers.kinds import for_player
 from explainers.nle import SOURCES, Constraint, constraint_for, faithful_payloads, fails, traced_explanation
 from explainers.nle_model import NLEModel, repeated_ngram_tokens
@@ -36,10 +37,7 @@ def agent(tiny_agent_dir):
 
 @pytest.fixture(scope="module")
 def requests(agent, agent_world):
-    images = sorted((agent_world / "images").glob("EXAG_test_*.png"))[:4]
-    pairs = [(image, question) for image in images for question in QUESTIONS]
-    outputs = agent.answer([i for i, _ in pairs], [q for _, q in pairs])
-    return [ExplanationRequest(image, question, output) for (image, question), output in zip(pairs, outputs)]
+    return requests_about(agent, agent_world, QUESTIONS, images=4)
 
 
 def test_blocked_tokens_are_those_that_would_repeat_an_ngram():

@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw
 import exag_cli
 from game.image_pool import UNGRADED, ImagePool
 from game.image_sets import choose_image_set
-from game.pool import GamePool, check_pool, open_pool, pool_dir
+from game.pool import GamePool, check_pool, pool_dir
 from game.pool_import import FILL, HEIGHT, WIDTH
 from game.settings import AT_WILL, CONTROLLED, DIFFICULTY_LEVELS
 
@@ -117,7 +117,7 @@ def test_a_wide_image_is_letterboxed_whole(photos, imported):
 
 def test_the_pool_opens_as_a_game_pool_without_ground_truth(imported, tmp_path):
     out = imported[0]
-    for pool in (GamePool(out), open_pool(out), GamePool(str(out))):
+    for pool in (GamePool(out), GamePool(str(out))):
         assert isinstance(pool, ImagePool) and not pool.has_ground_truth
     pool = GamePool(out)
     assert len(pool) == GOOD and pool.world == out.resolve()
