@@ -330,17 +330,7 @@ def test_a_round_on_the_pool_is_ungraded_with_words_graded_by_annotations(import
     assert result["shown"]["view"]["for_the_secret"]
 
 
-def _worker_takes_a_pool() -> bool:
-    from dataclasses import fields
-
-    from server.worker import WorkerConfig
-    return "pool" in {f.name for f in fields(WorkerConfig)}
-
-
 def test_exag_worker_opens_the_servers_pool(imported, tmp_path, monkeypatch):
-    if not _worker_takes_a_pool():
-        pytest.skip("server/worker.py's WorkerConfig takes no `pool` yet (issue 33: the worker opens "
-                    "GamePool(config.pool or config.world))")
     from server import worker as worker_module
 
     seen = {}
