@@ -23,8 +23,10 @@ question's type can tell, is regenerated once under a constraint (the words of t
 values banned, or the words an answer of nothing begins with forced: `constraint_for`); if it still fails
 it is replaced by the traced explanation (the world's reference explanation of the parsed question,
 traced on the scene the agent perceived: its proposals' predicted attributes and places), or, where none
-can be traced, by "The answer is X.". The payload says which, and the event log keeps it (the player
-sees the text only: explainers/kinds/text.py):
+can be traced, by the question's subject with the answer ("There is a yellow metal sphere that has the
+same size as a red cylinder.": explainers/nle_template.py; "The answer is X." where that cannot be
+written). The payload says which, and the event log keeps it (the player sees the text only:
+explainers/kinds/text.py):
 
 A symbolic agent's answer that its program gave is explained by the program itself: the reference
 explanation traced on the reading of the scene the program ran on (source "program", `program_payload`).
@@ -54,6 +56,7 @@ from vqa_agent.world.scene import ATTRIBUTES, Scene, SceneObject
 from .answer_check import AnswerCheck, check_explanation
 from .base import Explainer, ExplanationRequest
 from .nle_model import NO_REPEAT_NGRAM, NLEModel, NLETokenizer, agent_fingerprint
+from .nle_template import template
 
 if TYPE_CHECKING:
     from .agent_interface import Agent
@@ -214,10 +217,6 @@ def first_shown(question: str, answer: str, texts: Sequence[str]) -> str | None:
     return next((t for t in texts if not rejected(question, answer, t)), None)
 
 
-def template(answer: str) -> str:
-    return f"The answer is {answer}."
-
-
 def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: Sequence[str],
                       regenerate: Callable[[list[int], list[Constraint]], list[str]],
                       traced: Callable[[int], str | None],
@@ -244,7 +243,7 @@ def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: S
         if text and not rejected(questions[i], answers[i], text, check):
             payloads[i].update(text=text, source="traced")
         else:
-            payloads[i].update(text=template(answers[i]), source="template")
+            payloads[i].update(text=template(questions[i], answers[i]), source="template")
     return payloads
 
 
