@@ -56,7 +56,7 @@ from vqa_agent.world.scene import ATTRIBUTES, Scene, SceneObject
 from .answer_check import AnswerCheck, check_explanation
 from .base import Explainer, ExplanationRequest
 from .nle_model import NO_REPEAT_NGRAM, NLEModel, NLETokenizer, agent_fingerprint
-from .nle_template import template
+from .nle_template import answer_only, template
 
 if TYPE_CHECKING:
     from .agent_interface import Agent
@@ -243,7 +243,8 @@ def faithful_payloads(questions: Sequence[str], answers: Sequence[str], texts: S
         if text and not rejected(questions[i], answers[i], text, check):
             payloads[i].update(text=text, source="traced")
         else:
-            payloads[i].update(text=template(questions[i], answers[i]), source="template")
+            text = template(questions[i], answers[i])
+            payloads[i].update(text=text if not loops(text) else answer_only(answers[i]), source="template")
     return payloads
 
 

@@ -40,6 +40,10 @@ def template(question: str, answer: str) -> str:
             sentence = None
         if sentence:
             return sentence[0].upper() + sentence[1:] + "."
+    return answer_only(answer)
+
+
+def answer_only(answer: str) -> str:
     return f"The answer is {answer}."
 
 
@@ -64,7 +68,7 @@ def _sentence(program: Program, answer: str, words: QuestionWords) -> str | None
 
 
 def _phrase(program: Program, i: int, words: QuestionWords, article: str, plural: bool = False,
-            extra: dict[str, str] | None = None) -> str:
+            extra: dict[str, str] | None = None, inner: bool = False) -> str:
     """The set or object that node i stands for: "a yellow metal sphere that has the same size as a red
     cylinder". `extra` adds values the question does not say (the answer), in CLEVR's words."""
     values: dict[str, str] = {}
@@ -73,7 +77,7 @@ def _phrase(program: Program, i: int, words: QuestionWords, article: str, plural
         if node.function.startswith("filter_"):
             values.setdefault(node.function[len("filter_"):], node.value_inputs[0])
         node = program[node.inputs[0]]
-    link = _link(program, node, words, plural)
+    link = _link(program, node, words, plural, inner)
     in_phrase = words.phrase(values.values())
     said = {a: in_phrase.get(v) or (words.values.get(v) or (v,))[0] for a, v in values.items()}
     said.update(extra or {})
@@ -85,16 +89,19 @@ def _phrase(program: Program, i: int, words: QuestionWords, article: str, plural
     return f"{article} {head}{link}"
 
 
-def _link(program: Program, node: Node, words: QuestionWords, plural: bool) -> str:
-    """How the set was reached: "", " that is left of the cube", " that has the same color as a cube"."""
+def _link(program: Program, node: Node, words: QuestionWords, plural: bool, inner: bool) -> str:
+    """How the set was reached: "", " that is left of the cube", " that has the same color as a cube".
+    Links inside a link drop "that is", as CLEVR's chains do ("left of the cube in front of the ball"):
+    a chain that repeats "thing that is" would read as a loop."""
     if node.function == "scene":
         return ""
     verb = "are" if plural else "is"
     if node.function == "relate":
         relation = (words.relations.get(node.value_inputs[0]) or RELATION_PHRASES[node.value_inputs[0]])[0]
-        return f" that {verb} {relation} " + _phrase(program, node.inputs[0], words, "the")
+        return (" " if inner else f" that {verb} ") + relation + " " + \
+            _phrase(program, node.inputs[0], words, "the", inner=True)
     if node.function.startswith("same_"):
         attr = node.function[len("same_"):]
         has = "have" if plural else "has"
-        return f" that {has} the same {attr} as " + _phrase(program, node.inputs[0], words, "a")
+        return f" that {has} the same {attr} as " + _phrase(program, node.inputs[0], words, "a", inner=True)
     raise _Unsaid(node.function)

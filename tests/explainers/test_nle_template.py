@@ -7,6 +7,7 @@ import re
 import pytest
 
 from explainers.answer_check import check_explanation
+from explainers.nle import loops
 from explainers.nle_template import template
 from vqa_agent.world.explanations import VALUE_OF_WORD
 
@@ -17,7 +18,7 @@ from vqa_agent.world.explanations import VALUE_OF_WORD
     ("What shape is the brown shiny object that is the same size as the yellow ball?", "cube",
      "There is a brown shiny cube that has the same size as a yellow ball."),
     ("How big is the gray thing behind the big object left of the tiny cyan metal block?", "large",
-     "There is a large gray thing that is behind the big thing that is left of the tiny cyan metal block."),
+     "There is a large gray thing that is behind the big thing left of the tiny cyan metal block."),
     ("How many cubes are made of the same material as the green cylinder?", "2",
      "There are two cubes that have the same material as a green cylinder."),
     ("How many large balls are there?", "1", "There is a large ball."),
@@ -34,6 +35,15 @@ from vqa_agent.world.explanations import VALUE_OF_WORD
 ])
 def test_the_template_restates_the_subject_with_the_answer(question, answer, sentence):
     assert template(question, answer) == sentence
+
+
+def test_a_chain_of_relations_is_not_written_as_a_loop():
+    question = "What color is the cylinder that is right of the small cylinder in front of the red matte " \
+               "cylinder left of the purple metallic cylinder?"
+    sentence = template(question, "purple")
+    assert sentence == ("There is a purple cylinder that is right of the small cylinder in front of the red matte "
+                        "cylinder left of the purple metallic cylinder.")
+    assert not loops(sentence)
 
 
 def _values(text: str) -> set[str]:
