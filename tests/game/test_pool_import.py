@@ -259,8 +259,9 @@ def test_bad_input_is_one_line_and_leaves_nothing(photos, tmp_path, capsys):
 # --- playing on it --------------------------------------------------------------------------------------
 
 def test_serve_and_worker_find_the_pool_by_name_or_directory(imported, tmp_path, monkeypatch, capsys):
-    from server import commands as server_commands
-    from server import serve as serve_module
+    """How `exag serve --pool` names the pool and hands it to its workers; the served pool itself is played
+    by real processes in tests/server/test_pool_serve.py."""
+    from server.config import ServerConfig
     from server.processes import worker_arguments
 
     out = imported[0]
@@ -268,25 +269,12 @@ def test_serve_and_worker_find_the_pool_by_name_or_directory(imported, tmp_path,
     (tmp_path / "data" / "pools").mkdir(parents=True)
     (tmp_path / "data" / "pools" / "holiday").symlink_to(out)
     assert pool_dir("holiday") == out.resolve() == pool_dir(out)
-    seen = {}
-
-    class Started(Exception):
-        pass
-
-    def redis_for(config):
-        seen["config"] = config
-        raise Started
-
-    monkeypatch.setattr(serve_module, "redis_for", redis_for)
-    monkeypatch.setattr(server_commands, "_serve_world", lambda world, agent, data_dir: tmp_path / "world")
-    with pytest.raises(Started):
-        exag_cli.main(["serve", "--pool", "holiday", "--workers", "0"])
-    config = seen["config"]
-    assert config.pool == out.resolve() and config.world == tmp_path / "world"
-    arguments = worker_arguments(config, threads=1)
+    arguments = worker_arguments(ServerConfig(pool=pool_dir("holiday")), threads=1)
     assert arguments[arguments.index("--pool") + 1] == str(out.resolve())
-    assert "--pool" not in worker_arguments(type(config)(), threads=1)        # a world: as before
+    assert "--pool" not in worker_arguments(ServerConfig(), threads=1)        # a world: as before
     assert exag_cli.main(["serve", "--pool", "nowhere", "--workers", "0"]) == 2
+    assert "no image pool 'nowhere'" in capsys.readouterr().err
+    assert exag_cli.main(["worker", "--redis-url", "redis://127.0.0.1:1/0", "--pool", "nowhere"]) == 2
     assert "no image pool 'nowhere'" in capsys.readouterr().err
 
 
@@ -328,13 +316,3 @@ def test_a_round_on_the_pool_is_ungraded_with_words_graded_by_annotations(import
     assert result["graded"]["answer"] == outputs[1].answer
     assert [x["grade"] for x in result["shown"]["log"]] == [UNGRADED]       # image 1 has no annotation
     assert result["shown"]["view"]["for_the_secret"]
-
-
-def test_exag_worker_opens_the_servers_pool(imported, tmp_path, monkeypatch):
-    from server import worker as worker_module
-
-    seen = {}
-    monkeypatch.setattr(worker_module, "run_worker", lambda config: seen.setdefault("config", config) and 0)
-    assert exag_cli.main(["worker", "--redis-url", "redis://127.0.0.1:1/0", "--world", str(tmp_path),
-                          "--pool", str(imported[0])]) == 0
-    assert seen["config"].pool == imported[0].resolve() and seen["config"].world == tmp_path
