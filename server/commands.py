@@ -66,6 +66,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
                         help="inference worker processes started on this machine (default: one per core; 0: none, "
                              "workers run elsewhere on the same Redis)")
     parser.add_argument("--threads", type=int, default=1, metavar="T", help="torch threads per worker (default 1)")
+    parser.add_argument("--device", default="auto",
+                        help="this machine's workers' torch device: auto (cuda when available, else cpu), cpu or cuda")
     parser.set_defaults(run=partial(serve_command, live_report=live_report))
 
 
@@ -87,7 +89,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
                           world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent,
                           pool=pool_dir(args.pool) if args.pool else None,
-                          admin_token=args.admin_token or "",
+                          admin_token=args.admin_token or "", worker_device=args.device,
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
                           **({"studies_dir": args.studies} if args.studies else {}))

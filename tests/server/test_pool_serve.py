@@ -1,10 +1,11 @@
-"""`exag serve --pool DIR` as real processes (the web process, its embedded Redis and an `exag worker
---pool DIR` it starts): a participant of a study on an imported pool is shown the pool's own images,
+"""`exag serve --pool DIR --device cuda` as real processes (the web process, its embedded Redis and an
+`exag worker --pool DIR --device cuda` it starts, with CUDA hidden: it says so and runs on the CPU): a participant of a study on an imported pool is shown the pool's own images,
 the worker answers about them, and the export grades the round `ungraded` (the pool has no scenes: a
 worker that opened the world instead would have graded it)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 
@@ -17,6 +18,7 @@ from experiments.simulate.bot import browser_cookie
 from game.image_pool import UNGRADED
 from processes import START_TIMEOUT_S, Tab, Web
 from server import browser
+from test_worker_device import FALLBACK
 
 STUDY = {"study_id": "photos", "kind": "at-will", "arms": ["none"], "sessions": 2, "completion_code": "CODE-P",
          "settings": {"min_questions": 0}}
@@ -36,8 +38,17 @@ def served(agent_world, tiny_agent_dir, tmp_path_factory):
     studies = root / "studies"
     studies.mkdir()
     (studies / "photos.json").write_text(json.dumps({**STUDY, "pool": str(pool)}))
-    web = Web("serve", ["--pool", str(pool), "--world", str(agent_world), "--agent", str(tiny_agent_dir),
-                        "--workers", "1", "--studies", str(studies), "--data-dir", str(root / "data")], root)
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""        # the processes inherit it: no GPU, whatever the machine
+    try:
+        web = Web("serve", ["--pool", str(pool), "--world", str(agent_world), "--agent", str(tiny_agent_dir),
+                            "--workers", "1", "--device", "cuda", "--studies", str(studies),
+                            "--data-dir", str(root / "data")], root)
+    finally:
+        if hidden is None:
+            del os.environ["CUDA_VISIBLE_DEVICES"]
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = hidden
     try:
         web.wait_ready(time.monotonic() + START_TIMEOUT_S)
         yield web, pool, root
@@ -68,6 +79,7 @@ def test_a_study_on_an_imported_pool_served_by_real_processes(served):
         state = tab.send("ask", {"game_id": game["game_id"], "question": "Is there a red cube?"})
         [asked] = state["game"]["rounds"]
         assert asked["answer"] in ("yes", "no")
+        assert FALLBACK in web.log.read_text()           # the worker got --device cuda, and fell back
     finally:
         tab.close()
     export = root / "export"
