@@ -35,6 +35,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from game.image_pool import UNGRADED
+
 from .data import NO_RATER_DATA
 from .frames import Frames, paper_order, sham
 from .kinds import per_kind
@@ -81,12 +83,22 @@ def _baseline_games(frames: Frames, column: str, graded: pd.DataFrame) -> tuple[
             "rated (the raters rated no game without explanations: the rating task rates explanations)")
 
 
+def _why_ungraded(frames: Frames) -> str:
+    """Why nothing is graded, when the export says: every round graded `ungraded` is a study played on an
+    imported image pool, which has no scenes to check answers and explanations against."""
+    grades = frames.rounds["answer_grade"] if "answer_grade" in frames.rounds else pd.Series(dtype=object)
+    if len(grades) and (grades == UNGRADED).all():
+        return (f"; every round is graded {UNGRADED!r}: the games were played on an imported image pool, which "
+                "has no scenes to grade against (raters can still grade explanations: /rate)")
+    return ""
+
+
 def _by_source(frames: Frames, column: str) -> dict:
     items = frames.items
     graded = items[items[column].notna()]
     if graded.empty:
         return {"missing": NO_RATER_DATA if column == "rater_rank" else
-                "no automatic grades of explanations of the secret image (explanations.grade)"}
+                "no automatic grades of explanations of the secret image (explanations.grade)" + _why_ungraded(frames)}
     real = _real(graded)
     explainers = paper_order(graded["explainer"].dropna().unique())
     baseline, definition = _baseline_games(frames, column, real)
@@ -154,7 +166,7 @@ def _answer_correctness_for(frames: Frames, column: str) -> dict:
     without = scored[scored["used"] == 0]
     if explained.empty and items[column].isna().all():
         return {"missing": NO_RATER_DATA if column == "rater_rank" else
-                "no automatic grades of explanations of the secret image (explanations.grade)"}
+                "no automatic grades of explanations of the secret image (explanations.grade)" + _why_ungraded(frames)}
     both = pd.concat([explained.assign(group=1.0), without.assign(group=0.0)])
     exog = both[["group", "answer_correctness"]]
     naive = logit_test(both["won"], exog, "group")
@@ -179,7 +191,8 @@ def answer_correctness(frames: Frames) -> dict:
 
 def _answer_correctness(frames: Frames) -> dict:
     if frames.games["answer_correctness"].isna().all():
-        return {"missing": "no graded answers (rounds.answer_correct): a game's mean answer correctness is unknown"}
+        return {"missing": "no graded answers (rounds.answer_correct): a game's mean answer correctness is unknown"
+                + _why_ungraded(frames)}
     return {"bins": _bins(), "automatic": _answer_correctness_for(frames, "auto_rank"),
             "raters": _answer_correctness_for(frames, "rater_rank"),
             "answer_measure": "the share of the game's gradable rounds whose answer equals the ground truth "

@@ -142,4 +142,5 @@ def test_a_study_on_an_imported_pool_with_a_transformers_agent(browser, own_serv
     # what needs the ground truth the pool lacks is said, not computed: answer correctness and the
     # automatic grades of explanations (raters can still grade them: /rate)
     assert "no graded answers" in result["answer_correctness"]["missing"]
+    assert "imported image pool" in result["answer_correctness"]["missing"]          # and why
     assert "no automatic grades" in result["by_correctness"]["automatic"]["missing"]
