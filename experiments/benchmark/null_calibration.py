@@ -12,7 +12,9 @@ Under the null, explanations change nothing, and participants differ a lot, as r
 skill, a log-odds of winning drawn from N(0, SKILL_SD), that sets the win chance of all their games, and
 their scores follow their wins. Controlled: the paper's design, arms none / attention / relqa / both in
 permuted blocks of four (8 participants = 2 per arm), 4 sessions of GAMES_PER_SESSION games, odd sessions
-without explanations, even with (blocks 2 and 4). At-will: GAMES_AT_WILL games each, and each game uses
+without explanations, even with (blocks 2 and 4). Counterbalanced: the same, with arms and orders dealt as
+the server deals a study's default order (game/assignment.py: each block of 8 holds every arm once in
+each order, abab and baba), which adds the report's order tests (`controlled.order`). At-will: GAMES_AT_WILL games each, and each game uses
 explanations with the participant's own propensity (Beta(2, 2)), whatever its outcome. Under the lift,
 explanations raise the win probability of the games that show (controlled) or use (at-will) them by
 --lift (default 0.10, i.e. 10 points); that column is the test's power at that lift.
@@ -40,6 +42,7 @@ from experiments.analysis.at_will import at_will
 from experiments.analysis.controlled import controlled
 from experiments.analysis.frames import AT_WILL, CONTROLLED, Frames
 from experiments.benchmark import write_report
+from game.assignment import slots
 
 SIZES = (4, 6, 8, 12, 16, 24, 40)
 ARMS = ("none", "attention", "relqa", "both")
@@ -64,21 +67,31 @@ def _score(rng: np.random.Generator, won: np.ndarray) -> np.ndarray:
     return won * rng.integers(1, POINTS + 1, len(won))
 
 
-def controlled_study(rng: np.random.Generator, participants: int, lift: float) -> pd.DataFrame:
-    """One controlled study's finished games, as frames.py derives them."""
-    arms = np.concatenate([rng.permutation(ARMS) for _ in range(-(-participants // len(ARMS)))])[:participants]
+def controlled_study(rng: np.random.Generator, participants: int, lift: float,
+                     counterbalanced: bool = False) -> pd.DataFrame:
+    """One controlled study's finished games, as frames.py derives them. Every participant plays the paper's
+    order (abab: without explanations first), or, counterbalanced, the order and arm the server deals
+    (game/assignment.py, order "counterbalanced": each block of 8 holds every arm once in each order)."""
+    if counterbalanced:
+        dealt = slots(int(rng.integers(2**31)), ARMS, "counterbalanced", participants)
+        arms, orders = np.array([d.arm for d in dealt]), np.array([d.order for d in dealt])
+    else:
+        arms = np.concatenate([rng.permutation(ARMS) for _ in range(-(-participants // len(ARMS)))])[:participants]
+        orders = np.full(participants, "abab")
     per = SESSIONS * GAMES_PER_SESSION
     who = np.repeat(np.arange(participants), per)
     block = np.tile(np.repeat(np.arange(1, SESSIONS + 1), GAMES_PER_SESSION), participants).astype(float)
-    arm = arms[who]
+    arm, order = arms[who], orders[who]
     expl_arm = (arm != "none").astype(float)
-    shows = ((block % 2 == 0) & (expl_arm == 1)).astype(float)
+    shows = (((block % 2 == 0) != (order == "baba")) & (expl_arm == 1)).astype(float)
     won = _won(rng, _skills(rng, participants)[who], lift * shows)
-    # every participant plays the paper's order (abab: without explanations first), as the calibration
-    # reported in docs/results.md was run; a counterbalanced study only moves practice between the blocks
     return pd.DataFrame({"study": "null", "kind": CONTROLLED, "cluster": [f"p{i}" for i in who], "arm": arm,
-                         "order": "abab", "block": block, "shows": shows, "expl_arm": expl_arm, "sham": 0.0, "won": won,
+                         "order": order, "block": block, "shows": shows, "expl_arm": expl_arm, "sham": 0.0, "won": won,
                          "score": _score(rng, won), "game_id": [f"g{i}" for i in range(len(who))]})
+
+
+def counterbalanced_study(rng: np.random.Generator, participants: int, lift: float) -> pd.DataFrame:
+    return controlled_study(rng, participants, lift, counterbalanced=True)
 
 
 def at_will_study(rng: np.random.Generator, participants: int, lift: float) -> pd.DataFrame:
@@ -118,6 +131,11 @@ def controlled_p_values(games: pd.DataFrame) -> dict[str, float | None]:
     net = section["net_of_practice"]
     if "missing" not in net:
         out["net of practice (interaction): clustered"] = net["p_value"]
+    order = section["order"]
+    if "missing" not in order and not order["confounded"]:     # both orders played (counterbalanced)
+        out["order: with vs without, order as a factor: clustered"] = order["with_vs_without"]["p_value"]
+        out["order: order effect (starting with explanations): clustered"] = order["order_effect"]["p_value"]
+        out["order: with x order interaction: clustered"] = order["interaction"]["p_value"]
     return out
 
 
@@ -131,7 +149,9 @@ def at_will_p_values(games: pd.DataFrame) -> dict[str, float | None]:
             "adoption trend per play: clustered": adoption["trend"]["p_value"]}
 
 
-KINDS = {CONTROLLED: (controlled_study, controlled_p_values), AT_WILL: (at_will_study, at_will_p_values)}
+COUNTERBALANCED = "counterbalanced"     # a controlled study whose participants play both orders
+KINDS = {CONTROLLED: (controlled_study, controlled_p_values), AT_WILL: (at_will_study, at_will_p_values),
+         COUNTERBALANCED: (counterbalanced_study, controlled_p_values)}
 
 
 def calibrate(kind: str, sizes, replicates: int, power_replicates: int, lift: float, seed: int,
@@ -173,12 +193,12 @@ def _pct(value) -> str:
 
 
 def table(rows: list[dict], lift: float) -> str:
-    lines = [f"{'kind':10s} {'test':62s} {'N':>3s} {'rep.':>5s} {'FP %':>5s} {'95% CI':>13s} {'power':>6s}",
-             f"{'':10s} {'':62s} {'':>3s} {'':>5s} {'':>5s} {'':>13s} {'+' + format(100 * lift, '.0f') + ' pts':>6s}"]
+    lines = [f"{'kind':15s} {'test':62s} {'N':>3s} {'rep.':>5s} {'FP %':>5s} {'95% CI':>13s} {'power':>6s}",
+             f"{'':15s} {'':62s} {'':>3s} {'':>5s} {'':>5s} {'':>13s} {'+' + format(100 * lift, '.0f') + ' pts':>6s}"]
     for r in rows:
         ci = "" if r["false_positive_ci"] is None else f"[{_pct(r['false_positive_ci'][0])},{_pct(r['false_positive_ci'][1])}]"
         flag = "  !" if r["false_positive_rate"] is not None and r["false_positive_rate"] > TARGET else ""
-        lines.append(f"{r['kind']:10s} {r['test'][:62]:62s} {r['participants']:3d} {_pct(r['reported'])} "
+        lines.append(f"{r['kind']:15s} {r['test'][:62]:62s} {r['participants']:3d} {_pct(r['reported'])} "
                      f"{_pct(r['false_positive_rate'])} {ci:>13s} {_pct(r['power']):>6s}{flag}")
     return "\n".join(lines)
 
@@ -188,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicates", type=int, default=1000, help="studies per size and kind (default 1,000)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="participants per study (default %(default)s)")
-    parser.add_argument("--kinds", default=f"{CONTROLLED},{AT_WILL}", help="controlled, at-will or both")
+    parser.add_argument("--kinds", default=f"{CONTROLLED},{COUNTERBALANCED},{AT_WILL}",
+                        help="any of controlled (every participant abab), counterbalanced (a controlled study dealt "
+                             "both orders) and at-will, comma-separated (default: all three)")
     parser.add_argument("--lift", type=float, default=0.10, help="the win-probability lift for the power column")
     parser.add_argument("--power-replicates", type=int, default=200,
                         help="studies per size under the lift (default 200: power to about +-3 points)")
@@ -203,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for kind in args.kinds.split(","):
         if kind not in KINDS:
-            parser.error(f"unknown kind {kind!r}: controlled or at-will")
+            parser.error(f"unknown kind {kind!r}: {', '.join(KINDS)}")
         rows += calibrate(kind, sizes, args.replicates, args.power_replicates, args.lift, args.seed,
                           progress=not args.no_progress)
     text = table(rows, args.lift)
