@@ -41,7 +41,7 @@ def add_train_nle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
     parser.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
     parser.add_argument("--out", type=Path, required=True, help="directory for the NLE model")
-    parser.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 5)")
+    parser.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 8)")
     parser.add_argument("--max-items", type=int, default=None,
                         help="use the first N train questions (default: 40000; 0: all)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: 0)")
