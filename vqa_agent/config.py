@@ -70,7 +70,7 @@ PRESETS: dict[str, AgentConfig] = {
     "medium": AgentConfig(reasoning_steps=2, symbolic=True, epochs=3, max_train_images=2000, attention_supervision=1.0),
     # At least 95%: the medium agent's network with wider ROI features and a ground-position head,
     # answering parsed questions symbolically on the scene it perceives.
-    "strong": AgentConfig(channels=(32, 64, 128), roi_size=4, reasoning_steps=2, symbolic=True, epochs=5,
+    "strong": AgentConfig(channels=(32, 64, 128), roi_size=4, reasoning_steps=2, symbolic=True, epochs=8,
                           attention_supervision=1.0),
 }
 
