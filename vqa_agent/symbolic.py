@@ -18,7 +18,7 @@ import torch
 
 from .model import CONCEPT_SLICES, CONCEPTS, Objects
 from .world.explanations import evidence_objects
-from .world.programs import IllPosed, Program, ProgramError, answer_text, trace
+from .world.programs import IllPosed, Program, ProgramError, answer_text, trace, validate
 from .world.parser import parse_program
 from .world.scene import Camera, Scene, SceneObject, SceneConfig, compute_relationships, CAMERA_POSITION
 
@@ -90,6 +90,8 @@ def reread(perceived: PerceivedScene, changes: tuple[Rereading, ...]) -> tuple[S
             objects[change.object] = replace(objects[change.object], **{change.attribute: change.value})
     dropped = {c.object for c in changes if c.attribute == "exists"}
     kept = [k for k in range(len(objects)) if k not in dropped]
+    if not dropped:      # the same objects in the same places: the same relations (most of the cost)
+        return replace(perceived.scene, objects=objects), kept
     return scene_of([objects[k] for k in kept]), kept
 
 
@@ -105,11 +107,15 @@ def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAns
     program = program_of(question)
     if program is None:
         return None
+    try:
+        validate(program)      # once, not on every reading
+    except ProgramError:
+        return None
     readings = [((), perceived.scene, list(range(len(perceived.scene.objects))))]
     readings += (((change,), *reread(perceived, (change,))) for change in perceived.rereadings)
     for changes, scene, kept in readings:
         try:
-            answer = answer_text(trace(program, scene)[-1])
+            answer = answer_text(trace(program, scene, validated=True)[-1])
             evidence = [kept[k] for k in evidence_objects(program, scene)]
         except IllPosed:
             continue

@@ -112,3 +112,17 @@ def test_an_ill_posed_question_is_answered_on_the_next_most_likely_reading():
     # a proposal that is probably not an object can be dropped to make sense of "the blue thing"
     unsure = perceive(perception_output(PERCEIVED), 0, torch.tensor([0.99, 0.4, 0.99]))
     assert answer_symbolically("What shape is the blue thing?", unsure).answer == "cylinder"
+
+
+def test_a_rereading_has_the_relations_of_its_objects():
+    """A rereading that changes attributes keeps the scene's relations (nothing moved); one that drops a
+    proposal recomputes them: both equal the relations computed from scratch."""
+    from vqa_agent.symbolic import Rereading, reread, scene_of
+
+    perceived = perceive(perception_output(PERCEIVED), 0, torch.full((3,), 0.99))
+    for changes in ((Rereading(1.0, 0, "color", "green"),), (Rereading(1.0, 1, "exists"),),
+                    (Rereading(1.0, 0, "shape", "sphere"), Rereading(1.0, 2, "exists"))):
+        scene, kept = reread(perceived, changes)
+        assert scene.relationships == scene_of(list(scene.objects)).relationships
+        assert kept == [k for k in range(3) if all(c.object != k or c.attribute != "exists" for c in changes)]
+    assert reread(perceived, (Rereading(1.0, 0, "color", "green"),))[0].objects[0].color == "green"

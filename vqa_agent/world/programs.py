@@ -161,10 +161,12 @@ def _apply(node: Node, args: list, scene: Scene):
     raise ProgramError(f"unknown function {f!r}")
 
 
-def trace(program: Program, scene: Scene) -> list:
+def trace(program: Program, scene: Scene, validated: bool = False) -> list:
     """Outputs of every node in order: sets as frozensets of object indices, objects as indices,
-    counts as ints, yes/no as bools, attribute values as strings. Raises IllPosed or ProgramError."""
-    validate(program)
+    counts as ints, yes/no as bools, attribute values as strings. Raises IllPosed or ProgramError.
+    `validated`: the caller ran validate(program) already (a program run on many readings of a scene)."""
+    if not validated:
+        validate(program)
     outputs: list = []
     for node in program:
         outputs.append(_apply(node, [outputs[i] for i in node.inputs], scene))
