@@ -27,7 +27,8 @@ from vqa_agent.world.scene import ATTRIBUTES
 
 
 class _Unsaid(Exception):
-    """The program has a shape this template does not write (a union, a comparison)."""
+    """The program has a shape this template does not write (a union, a comparison), or the answer is of
+    another kind than the question asks for."""
 
 
 def template(question: str, answer: str) -> str:
@@ -36,10 +37,9 @@ def template(question: str, answer: str) -> str:
     if program is not None:
         try:
             sentence = _sentence(program, answer, QuestionWords.read(question))
-        except _Unsaid:
-            sentence = None
-        if sentence:
             return sentence[0].upper() + sentence[1:] + "."
+        except _Unsaid:
+            pass
     return answer_only(answer)
 
 
@@ -47,12 +47,12 @@ def answer_only(answer: str) -> str:
     return f"The answer is {answer}."
 
 
-def _sentence(program: Program, answer: str, words: QuestionWords) -> str | None:
+def _sentence(program: Program, answer: str, words: QuestionWords) -> str:
     last = program[-1]
     if last.function.startswith("query_"):
         attr = last.function[len("query_"):]
         if answer not in ATTRIBUTES.get(attr, ()):   # an answer of another kind is not written into the phrase
-            return None
+            raise _Unsaid(answer)
         return "there is " + _phrase(program, last.inputs[0], words, "a", extra={attr: answer})
     if last.function == "count" and answer.isdigit():
         n = int(answer)
@@ -64,7 +64,7 @@ def _sentence(program: Program, answer: str, words: QuestionWords) -> str | None
         if answer == "yes":
             return "there is " + _phrase(program, last.inputs[0], words, "a")
         return "there are " + _phrase(program, last.inputs[0], words, "no", plural=True)
-    return None
+    raise _Unsaid(last.function)
 
 
 def _phrase(program: Program, i: int, words: QuestionWords, article: str, plural: bool = False,

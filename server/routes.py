@@ -68,7 +68,8 @@ def healthz():
     s = services()
     ok = s.store.ping()
     return jsonify({"ok": ok, "redis": ok, "agent": s.config.agent, "world": str(s.config.world),
-                    "pool": str(s.config.pool) if s.config.pool else None, "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
+                    "pool": str(s.config.pool) if s.config.pool else None,
+                    "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
 
 
 # --- the explainer table -----------------------------------------------------------------------------

@@ -97,7 +97,15 @@ def reread(perceived: PerceivedScene, changes: tuple[Rereading, ...]) -> tuple[S
 
 @lru_cache(maxsize=4096)
 def program_of(question: str) -> Program | None:
-    return parse_program(question)
+    """The question's program, validated once here (it then runs on many readings of many scenes with
+    `trace(..., validated=True)`); None when it does not parse or is malformed."""
+    program = parse_program(question)
+    try:
+        if program is not None:
+            validate(program)
+    except ProgramError:
+        return None
+    return program
 
 
 def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAnswer | None:
@@ -106,10 +114,6 @@ def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAns
     two), the next most likely readings are tried, each one attribute value or one proposal different."""
     program = program_of(question)
     if program is None:
-        return None
-    try:
-        validate(program)      # once, not on every reading
-    except ProgramError:
         return None
     readings = [((), perceived.scene, list(range(len(perceived.scene.objects))))]
     readings += (((change,), *reread(perceived, (change,))) for change in perceived.rereadings)

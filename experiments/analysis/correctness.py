@@ -83,6 +83,9 @@ def _baseline_games(frames: Frames, column: str, graded: pd.DataFrame) -> tuple[
             "rated (the raters rated no game without explanations: the rating task rates explanations)")
 
 
+NO_AUTOMATIC_GRADES = "no automatic grades of explanations of the secret image (explanations.grade)"
+
+
 def _why_ungraded(frames: Frames) -> str:
     """Why nothing is graded, when the export says: every round graded `ungraded` is a study played on an
     imported image pool, which has no scenes to check answers and explanations against."""
@@ -98,7 +101,7 @@ def _by_source(frames: Frames, column: str) -> dict:
     graded = items[items[column].notna()]
     if graded.empty:
         return {"missing": NO_RATER_DATA if column == "rater_rank" else
-                "no automatic grades of explanations of the secret image (explanations.grade)" + _why_ungraded(frames)}
+                NO_AUTOMATIC_GRADES + _why_ungraded(frames)}
     real = _real(graded)
     explainers = paper_order(graded["explainer"].dropna().unique())
     baseline, definition = _baseline_games(frames, column, real)
@@ -166,7 +169,7 @@ def _answer_correctness_for(frames: Frames, column: str) -> dict:
     without = scored[scored["used"] == 0]
     if explained.empty and items[column].isna().all():
         return {"missing": NO_RATER_DATA if column == "rater_rank" else
-                "no automatic grades of explanations of the secret image (explanations.grade)" + _why_ungraded(frames)}
+                NO_AUTOMATIC_GRADES + _why_ungraded(frames)}
     both = pd.concat([explained.assign(group=1.0), without.assign(group=0.0)])
     exog = both[["group", "answer_correctness"]]
     naive = logit_test(both["won"], exog, "group")

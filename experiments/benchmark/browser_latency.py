@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from experiments.benchmark import write_report
+from experiments.benchmark.capacity import free_port
 
 QUESTIONS = ["Is there a red cube?", "How many spheres are there?", "What color is the large cylinder?",
              "Is there a metal sphere?", "Are there more cubes than cylinders?", "What shape is the small green thing?",
@@ -32,12 +32,6 @@ STUDIES = {
     "bench-at-will": {"study_id": "bench-at-will", "kind": "at-will", "arms": ["both"], "sessions": 1,
                       "games_per_session": 5, "nle": True, "choose_arm": True},
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(world: Path, agent: str, work: Path) -> tuple[subprocess.Popen, str]:

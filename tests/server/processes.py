@@ -6,7 +6,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,13 @@ from pathlib import Path
 
 import socketio
 
+from experiments.benchmark.capacity import free_port
 from server import browser
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 180     # a process from its start to answering (~30 s alone; both cores are shared by all here)
 REPLY_TIMEOUT_S = 20      # one state, also one that crosses processes
 STOP_TIMEOUT_S = 20       # SIGTERM to exit (gunicorn's graceful stop is 5 s)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Process:
