@@ -69,9 +69,11 @@ PRESETS: dict[str, AgentConfig] = {
     # question, where the neural classifier's (issue 32) sat on relations and comparisons at chance.
     "medium": AgentConfig(reasoning_steps=2, symbolic=True, epochs=3, max_train_images=2000, attention_supervision=1.0),
     # At least 95%: the medium agent's network with wider ROI features and a ground-position head,
-    # answering parsed questions symbolically on the scene it perceives.
-    "strong": AgentConfig(channels=(32, 64, 128), roi_size=4, reasoning_steps=2, symbolic=True, epochs=8,
-                          attention_supervision=1.0),
+    # answering parsed questions symbolically on the scene it perceives. It reads the render at its full
+    # 320x240: at 160x120 it confused cubes with cylinders and missed small objects often enough to keep
+    # CLEVR-phrased accuracy at 97.1% (98.5% now). 12 epochs: ~10 min on one GPU, hours on a CPU core.
+    "strong": AgentConfig(image_height=240, image_width=320, channels=(32, 64, 128), roi_size=4, reasoning_steps=2,
+                          symbolic=True, epochs=12, attention_supervision=1.0),
 }
 
 
