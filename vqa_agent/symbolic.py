@@ -90,9 +90,13 @@ def reread(perceived: PerceivedScene, changes: tuple[Rereading, ...]) -> tuple[S
             objects[change.object] = replace(objects[change.object], **{change.attribute: change.value})
     dropped = {c.object for c in changes if c.attribute == "exists"}
     kept = [k for k in range(len(objects)) if k not in dropped]
-    if not dropped:      # the same objects in the same places: the same relations (most of the cost)
-        return replace(perceived.scene, objects=objects), kept
-    return scene_of([objects[k] for k in kept]), kept
+    # nothing moved, so the relations are the scene's (computing them is most of a rereading's cost);
+    # a relation holds between two objects whatever the others, so a dropped one just leaves the lists
+    number = {k: n for n, k in enumerate(kept)}
+    relationships = perceived.scene.relationships if not dropped else {
+        name: [[number[j] for j in related[k] if j in number] for k in kept]
+        for name, related in perceived.scene.relationships.items()}
+    return replace(perceived.scene, objects=[objects[k] for k in kept], relationships=relationships), kept
 
 
 @lru_cache(maxsize=4096)

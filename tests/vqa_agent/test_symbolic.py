@@ -116,11 +116,12 @@ def test_an_ill_posed_question_is_answered_on_the_next_most_likely_reading():
 
 def test_a_rereading_has_the_relations_of_its_objects():
     """A rereading that changes attributes keeps the scene's relations (nothing moved); one that drops a
-    proposal recomputes them: both equal the relations computed from scratch."""
+    proposal leaves it out of them: both equal the relations computed from scratch."""
     from vqa_agent.symbolic import Rereading, reread, scene_of
 
     perceived = perceive(perception_output(PERCEIVED), 0, torch.full((3,), 0.99))
     for changes in ((Rereading(1.0, 0, "color", "green"),), (Rereading(1.0, 1, "exists"),),
+                    (Rereading(1.0, 0, "exists"),), (Rereading(1.0, 0, "exists"), Rereading(1.0, 2, "exists")),
                     (Rereading(1.0, 0, "shape", "sphere"), Rereading(1.0, 2, "exists"))):
         scene, kept = reread(perceived, changes)
         assert scene.relationships == scene_of(list(scene.objects)).relationships
