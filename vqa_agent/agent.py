@@ -377,8 +377,9 @@ class VQAAgent:
             if image.perceived:
                 # as typed first ("There is a cube; what is its size?" needs its semicolon), then as
                 # the agent reads it (typos fixed, filler dropped, synonyms it knows)
-                symbolic = answer_symbolically(question_text, image.perceived) or \
-                    answer_symbolically(question_read.as_read, image.perceived)
+                reach = self.config.symbolic_max_relations
+                symbolic = answer_symbolically(question_text, image.perceived, reach) or \
+                    answer_symbolically(question_read.as_read, image.perceived, reach)
             if symbolic is not None:
                 # the program's own evidence is what this agent looked at; the classifier's guesses
                 # stay as alternatives, scaled to share what the program's answer leaves

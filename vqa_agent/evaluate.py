@@ -44,7 +44,7 @@ def predict(model: VQAModel, data: PreparedSplit, answer_index: dict[str, int], 
             for j, (boxes, scores) in enumerate(proposals):
                 perceived = perceive(objects, j, scores.cpu())
                 for i in data.questions_of(images[j:j + 1]).tolist():
-                    symbolic = answer_symbolically(data.texts[i], perceived)
+                    symbolic = answer_symbolically(data.texts[i], perceived, model.config.symbolic_max_relations)
                     if symbolic is not None:
                         predictions[i] = answer_index.get(symbolic.answer, OUTSIDE_VOCABULARY)
     return predictions

@@ -112,12 +112,23 @@ def program_of(question: str) -> Program | None:
     return program
 
 
-def answer_symbolically(question: str, perceived: PerceivedScene) -> SymbolicAnswer | None:
+def within_reach(program: Program, max_relations: int | None) -> bool:
+    """Whether an agent that reasons by program only over short chains runs this program: at most
+    `max_relations` relate steps and no same-attribute step (None: every program)."""
+    if max_relations is None:
+        return True
+    functions = [node.function for node in program]
+    return sum(f == "relate" for f in functions) <= max_relations and not any(f.startswith("same_") for f in functions)
+
+
+def answer_symbolically(question: str, perceived: PerceivedScene,
+                        max_relations: int | None = None) -> SymbolicAnswer | None:
     """The program's answer on the most likely reading of the scene on which the question is well
     posed: a question names objects that exist, so when "the red cube" matches no perceived object (or
-    two), the next most likely readings are tried, each one attribute value or one proposal different."""
+    two), the next most likely readings are tried, each one attribute value or one proposal different.
+    None when the question does not parse, or its program is beyond `max_relations` (within_reach)."""
     program = program_of(question)
-    if program is None:
+    if program is None or not within_reach(program, max_relations):
         return None
     readings = [((), perceived.scene, list(range(len(perceived.scene.objects))))]
     readings += (((change,), *reread(perceived, (change,))) for change in perceived.rereadings)

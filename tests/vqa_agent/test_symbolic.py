@@ -114,6 +114,39 @@ def test_an_ill_posed_question_is_answered_on_the_next_most_likely_reading():
     assert answer_symbolically("What shape is the blue thing?", unsure).answer == "cylinder"
 
 
+@pytest.mark.parametrize("question, reach, answered", [
+    ("What color is the thing left of the small sphere?", 1, True),      # one relate
+    ("What color is the thing left of the small sphere?", 0, False),
+    ("What color is the thing left of the small thing left of the cylinder?", 1, False),   # two
+    ("What color is the thing left of the small thing left of the cylinder?", None, True),
+    ("How many other things are the same size as the red cube?", 1, False),   # a same-attribute step
+    ("How many other things are the same size as the red cube?", None, True),
+    ("Are there more spheres than cubes?", 0, True),
+])
+def test_an_agent_with_a_short_reach_answers_only_short_chains_by_program(perceived, question, reach, answered):
+    """symbolic_max_relations (the medium agent's 1): longer programs get no program answer, so the
+    classifier answers them."""
+    from vqa_agent.symbolic import program_of, within_reach
+
+    assert program_of(question) is not None
+    assert within_reach(program_of(question), reach) is answered
+    assert (answer_symbolically(question, perceived, reach) is not None) is answered
+
+
+def test_the_shipped_medium_agent_answers_long_chains_with_its_classifier(agent_world):
+    """The default agent reaches one relation: a count is answered by program, a count over two
+    relations or a same-attribute step by the classifier."""
+    agent = VQAAgent.from_pretrained("medium", device="cpu")
+    assert agent.config.symbolic_max_relations == 1
+    image = Image.open(sorted((agent_world / "images").glob("*.png"))[0])
+    short, long, same = agent.answer([image] * 3, [
+        "How many cubes are there?",
+        "How many things are left of the thing right of the cube?",
+        "How many other things are the same size as the cube?"])
+    assert short.answered_by == "program"
+    assert long.answered_by == "classifier" and same.answered_by == "classifier"
+
+
 def test_a_rereading_has_the_relations_of_its_objects():
     """A rereading that changes attributes keeps the scene's relations (nothing moved); one that drops a
     proposal leaves it out of them: both equal the relations computed from scratch."""
