@@ -90,12 +90,12 @@ def reread(perceived: PerceivedScene, changes: tuple[Rereading, ...]) -> tuple[S
             objects[change.object] = replace(objects[change.object], **{change.attribute: change.value})
     dropped = {c.object for c in changes if c.attribute == "exists"}
     kept = [k for k in range(len(objects)) if k not in dropped]
-    # nothing moved, so the relations are the scene's (computing them is most of a rereading's cost);
+    if not dropped:   # nothing moved: the scene's relations (computing them is most of a rereading's cost)
+        return replace(perceived.scene, objects=objects), kept
     # a relation holds between two objects whatever the others, so a dropped one just leaves the lists
     number = {k: n for n, k in enumerate(kept)}
-    relationships = perceived.scene.relationships if not dropped else {
-        name: [[number[j] for j in related[k] if j in number] for k in kept]
-        for name, related in perceived.scene.relationships.items()}
+    relationships = {name: [[number[j] for j in related[k] if j in number] for k in kept]
+                     for name, related in perceived.scene.relationships.items()}
     return replace(perceived.scene, objects=[objects[k] for k in kept], relationships=relationships), kept
 
 
