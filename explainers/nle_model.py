@@ -28,6 +28,7 @@ restores it exactly.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -45,6 +46,10 @@ from transformers.utils import logging as transformers_logging
 from vqa_agent.agent import AgentOutput, write_checkpoint
 from vqa_agent.model import CONCEPT_ATTRIBUTES, CONCEPT_SLICES, CONCEPTS
 from vqa_agent.tokenizer import QuestionError, normalize
+
+# transformers renamed GPT-2's key/value cache from `past_key_values` to `cache` (the old name warns, and goes
+# in 5.40): decode with whichever name this transformers' GPT-2 takes, and read the cache back under it.
+CACHE_ARGUMENT = "cache" if "cache" in inspect.signature(GPT2LMHeadModel.forward).parameters else "past_key_values"
 
 PAD, UNK, QUESTION, ANSWER, EXPLANATION, EOS = "<pad>", "<unk>", "<q>", "<a>", "<e>", "<eos>"
 SPECIALS = [PAD, UNK, QUESTION, ANSWER, EXPLANATION, EOS]
@@ -290,7 +295,7 @@ class NLEModel(nn.Module):
         embeds, mask, positions = self._embed(prompts)
         device = embeds.device
         out = self.gpt(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=True)
-        past, position = out.past_key_values, positions[:, -1:]
+        past, position = getattr(out, CACHE_ARGUMENT), positions[:, -1:]
         written = torch.zeros(len(prompts), 0, dtype=torch.long, device=device)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
         never = self.banned if banned is None else self.banned | banned.to(device)
@@ -317,8 +322,8 @@ class NLEModel(nn.Module):
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             position = position + 1
             out = self.gpt(input_ids=token.unsqueeze(1), attention_mask=mask, position_ids=position,
-                           past_key_values=past, use_cache=True)
-            past, logits = out.past_key_values, out.logits[:, -1]
+                           use_cache=True, **{CACHE_ARGUMENT: past})
+            past, logits = getattr(out, CACHE_ARGUMENT), out.logits[:, -1]
         results = []
         for row in written.tolist():
             results.append(row[:row.index(self.tokenizer.eos)] if self.tokenizer.eos in row else row)

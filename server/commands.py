@@ -86,9 +86,9 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
     from .processes import WorkerProcesses, worker_arguments
     from .serve import redis_for, run_web
 
+    pool = pool_dir(args.pool) if args.pool else None    # a wrong --pool stops here, before the world is laid out
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
-                          world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent,
-                          pool=pool_dir(args.pool) if args.pool else None,
+                          world=_serve_world(args.world, args.agent, args.data_dir), agent=args.agent, pool=pool,
                           admin_token=args.admin_token or "", worker_device=args.device,
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,

@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator).
+"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator); and the
+check that no process the suite started outlives it.
 
 EXAG_TEST_CACHE=DIR (developers only; CI leaves it unset) keeps the tiny worlds and models between runs
 in DIR, keyed by a hash of the code that makes them, so iterating on server tests does not retrain.
@@ -9,9 +10,11 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+from leftover_processes import pytest_configure, pytest_runtest_logfinish, pytest_sessionfinish  # noqa: F401 (hooks)
 
 from vqa_agent.config import preset
 from vqa_agent.train import train_agent
@@ -77,3 +80,13 @@ def tiny_nle_dir(tiny_agent_dir, agent_world, tmp_path_factory):
                       lambda out: train_nle(tiny_agent_dir, agent_world, out,
                                             NLETrainingConfig(epochs=1, max_items=300, val_items=60),
                                             progress=False, log=lambda m: None))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _meteor_stops_with_the_session():
+    """The benchmarks keep one METEOR process (Java) between scores; it ends with the session's fixtures, so
+    that the check for processes outliving the suite (tests/leftover_processes.py) sees none."""
+    yield
+    metrics = sys.modules.get("experiments.benchmark.nle_metrics")
+    if metrics is not None:
+        metrics.close_meteor()

