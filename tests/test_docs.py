@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli import exag
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -128,8 +129,7 @@ def test_every_exag_command_in_the_docs_exists_with_its_flags():
     assert ("serve",) in commands and ("analyze",) in commands
     wrong = []
     for path, flags in sorted(commands.items()):
-        shown = subprocess.run([sys.executable, "-m", "exag_cli", *path, "--help"], cwd=REPO,
-                               capture_output=True, text=True, timeout=60)
+        shown = exag(*path, "--help")
         if shown.returncode != 0:
             wrong.append(f"exag {' '.join(path)}: --help failed: {shown.stderr.strip().splitlines()[-1:]}")
             continue

@@ -13,8 +13,9 @@ catches a stale command:
 - `python -m MODULE ...`: the module exists, `--help` exits 0 and lists every flag used.
 - `source .../bin/activate`, `cp SRC DST`: what they read exists (nothing is written into the checkout).
 
-`exag` is this checkout's command line (`python -m exag_cli` in the repository root), whichever checkout
-an installed `exag` script happens to point at. A command this test does not know how to check fails it:
+`exag` is this checkout's command line (exag_cli.main, run in this process by tests/cli.py; the start script's
+server is a real `python -m exag_cli serve`), whichever checkout an installed `exag` script happens to point
+at. A command this test does not know how to check fails it:
 teach the test when README gains a new kind of command.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from cli import exag
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -76,7 +78,11 @@ def _flags(words: list[str]) -> list[str]:
 
 
 def _help_lists_flags(argv: list[str], flags: list[str], what: str) -> None:
-    shown = subprocess.run(argv + ["--help"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    """`argv --help` lists every flag; argv is `exag SUB...` (run in this process) or a python command."""
+    if argv[0] == "exag":
+        shown = exag(*argv[1:], "--help")
+    else:
+        shown = subprocess.run(argv + ["--help"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, f"{what} --help failed:\n{shown.stdout}{shown.stderr}"
     missing = [flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", shown.stdout)]
     assert not missing, f"README's `{what}` uses flags its --help does not list: {missing}"
@@ -145,10 +151,10 @@ def test_readme_command(command, tmp_path):
         sub = _subcommand(words[1:])
         assert sub, f"`{command}`: which exag command?"
         if tuple(sub) in RUN_AS_WRITTEN:
-            ran = subprocess.run(EXAG + words[1:], cwd=REPO, capture_output=True, text=True, timeout=60)
+            ran = exag(*words[1:])
             assert ran.returncode == 0, f"`{command}` failed:\n{ran.stdout}{ran.stderr}"
         else:
-            _help_lists_flags(EXAG + sub, _flags(words), "exag " + " ".join(sub))
+            _help_lists_flags(["exag", *sub], _flags(words), "exag " + " ".join(sub))
     elif words[:2] == ["python", "-m"]:
         module = words[2]
         assert importlib.util.find_spec(module) is not None, f"`{command}`: no module {module}"

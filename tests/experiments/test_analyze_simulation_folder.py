@@ -4,12 +4,10 @@ in its export/ is a clear error that names both places."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import exag
 from test_analysis import at_will_log
 
 from experiments.analysis import AnalysisError, analyze, load_tables
@@ -17,7 +15,6 @@ from experiments.analysis.data import SIMULATION_EXPORT
 from experiments.simulate.simulate import EXPORT_DIR, SUMMARY
 from game.export import write_export
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def simulated_out(directory: Path, fmt: str = "csv") -> Path:
@@ -42,9 +39,7 @@ def test_the_folder_exag_simulate_writes_is_read_through_its_export(tmp_path, fm
 
 def test_exag_analyze_takes_the_simulate_folder_on_the_command_line(tmp_path):
     out = simulated_out(tmp_path / "sim")
-    result = subprocess.run([sys.executable, "-m", "exag_cli", "analyze", "--data", str(out), "--out",
-                             str(tmp_path / "report")], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    result = exag("analyze", "--data", out, "--out", tmp_path / "report")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
     assert report["source"] == str(out / EXPORT_DIR) and report["n"]["games"] == 10

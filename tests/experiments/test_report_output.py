@@ -1,29 +1,21 @@
-"""`exag analyze` end to end through the command line: a small synthetic export (the analysis speed
+"""`exag analyze` end to end through the command line (tests/cli.py): a small synthetic export (the analysis speed
 benchmark's generator, through the real game/export.py) becomes report.json, report.html, figures and
 tables; bad input ends with a clear message and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import exag
 
 from experiments.analysis.figures import FIGURES
 from experiments.analysis.write import TABLES, write_report
 from experiments.benchmark.analysis_speed import write_synthetic_export
 
-REPO = Path(__file__).resolve().parents[2]
 GAMES = 200          # 10 participants: 8 controlled (2 per arm), 2 at-will
-
-
-def exag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exag_cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
 
 
 @pytest.fixture(scope="module")

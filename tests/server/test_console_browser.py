@@ -1,5 +1,5 @@
 """The researcher's console in Debian's Chromium, driven by Playwright (issue 31): typing in every form for
-30 s while the studies update in place many times (participants arriving meanwhile) loses nothing; a refused
+10 s while the studies update in place many times (participants arriving meanwhile) loses nothing; a refused
 study's reason is shown beside its config and in view; a release asks first, says what it did, and the old
 browser's tab receives none of the owner's states after it; rater links have a copy button. The last test
 writes docs/screenshot_console.png."""
@@ -20,8 +20,8 @@ expect = sync_api.expect
 pytestmark = needs_chromium
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-POLL_S = 0.2              # the console's update interval here (?poll=): ~150 updates while the test types
-TYPING_S = 30.0
+POLL_S = 0.1              # the console's update interval here (?poll=): ~100 updates while the test types
+TYPING_S = 10.0
 VIEWPORT = {"width": 1280, "height": 800}
 
 

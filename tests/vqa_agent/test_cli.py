@@ -1,14 +1,7 @@
-"""The agent's command-line jobs, run as a user would run them."""
+"""The agent's command-line jobs, run as a user would run them (in this process: tests/cli.py)."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def exag(*args):
-    return subprocess.run([sys.executable, "-m", "exag_cli", *map(str, args)], capture_output=True, text=True, cwd=REPO)
+from cli import exag
 
 
 def test_ask_prints_one_json_line_per_question(tiny_agent_dir, agent_world):
@@ -48,10 +41,7 @@ def test_missing_agent_is_a_clear_error(tmp_path):
 
 def exag_in(cwd, *args):
     """`exag` as a newcomer runs it in a checkout with no data/ yet (data/ is relative to the cwd)."""
-    import os
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "exag_cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env)
+    return exag(*args, cwd=cwd)
 
 
 def test_default_world_rule(tmp_path, monkeypatch):

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -218,14 +214,10 @@ def test_what_is_no_vqa_model_is_refused_in_one_line(tmp_path):
 
 def test_exag_ask_answers_with_it(model_dirs, tmp_path):
     """`exag ask --agent hf:DIR` prints the adapter's outputs; a directory that holds none is one line."""
-    repo = Path(__file__).resolve().parents[2]
+    from cli import exag
+
     image = tmp_path / "image.png"
     Image.fromarray(drawn_images(1)[0]).save(image)
-
-    def exag(*args):
-        return subprocess.run([sys.executable, "-m", "exag_cli", *map(str, args)], capture_output=True, text=True,
-                              cwd=repo, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
-
     done = exag("ask", "--agent", f"hf:{model_dirs['vilt']}", "--image", image, "--device", "cpu", QUESTION, "why?")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from cli import exag
 
 from vqa_agent.world import build as world_build
 from vqa_agent.world.build import WorldConfig, build_world
@@ -140,20 +141,16 @@ def test_killed_build_process_leaves_nothing_half_written(tmp_path):
 
 
 def test_cli_builds_and_draws_a_contact_sheet(tmp_path):
-    exag = [sys.executable, "-m", "exag_cli"]
     world = tmp_path / "w"
-    result = subprocess.run(exag + ["world", "build", "--out", str(world), "--images", "8", "--pool", "2",
-                                    "--questions-per-image", "3", "--workers", "1"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = exag("world", "build", "--out", world, "--images", "8", "--pool", "2", "--questions-per-image", "3",
+                  "--workers", "1")
     assert result.returncode == 0, result.stderr
     assert "10 images" in result.stdout
     sheet = tmp_path / "sheet.png"
-    result = subprocess.run(exag + ["world", "sheet", "--world", str(world), "--out", str(sheet), "--n", "4"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = exag("world", "sheet", "--world", world, "--out", sheet, "--n", "4")
     assert result.returncode == 0, result.stderr
     assert Image.open(sheet).size[0] > 4 * 320
-    result = subprocess.run(exag + ["world", "sheet", "--world", str(tmp_path / "nothing"), "--out", str(sheet)],
-                            capture_output=True, text=True, cwd=REPO)
+    result = exag("world", "sheet", "--world", tmp_path / "nothing", "--out", sheet)
     assert result.returncode == 2 and "exag: error:" in result.stderr
 
 

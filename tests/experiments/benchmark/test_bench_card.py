@@ -4,17 +4,11 @@ applies to its kind, the card, its table and its plots are written, `exag bench 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from experiments.benchmark.card import APPLIES, MEASURES, bench_card, markdown, write_card
 from experiments.benchmark.items import explain, load_items, rounds
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +72,11 @@ def test_every_explainer_gets_the_measures_of_its_kind(card, tmp_path):
 
 
 def test_exag_bench_card_and_analyze_read_it(agent_world, tiny_agent_dir, tiny_nle_dir, tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    from cli import exag
+
     out = tmp_path / "card"
-    result = subprocess.run([sys.executable, "-m", "exag_cli", "bench", "card", "--agent", str(tiny_agent_dir),
-                             "--world", str(agent_world), "--out", str(out), "--max-items", "3",
-                             "--explainers", "attention,objscene", "--threads", "1"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    result = exag("bench", "card", "--agent", tiny_agent_dir, "--world", agent_world, "--out", out,
+                  "--max-items", "3", "--explainers", "attention,objscene", "--threads", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     card = json.loads((out / "card.json").read_text())
     assert list(card["explainers"]) == ["attention", "objscene"]

@@ -3,16 +3,12 @@ missing explainer or measure left empty, and `exag bench zoo` writes what it pri
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli import exag
 
 from experiments.benchmark.zoo import ZOO_COLUMNS, read_card, zoo_markdown
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 def _card(name: str, accuracy: float, mass: float, sham_mass: float, with_nle: bool = True) -> dict:
@@ -59,10 +55,7 @@ def test_exag_bench_zoo_prints_and_writes_the_table(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "card.json").write_text(json.dumps(_card(name, accuracy, 80.0, 15.0)))
     out = tmp_path / "zoo.md"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-m", "exag_cli", "bench", "zoo", str(tmp_path / "weak"),
-                           str(tmp_path / "medium"), "--out", str(out)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=120)
+    done = exag("bench", "zoo", tmp_path / "weak", tmp_path / "medium", "--out", out)
     assert done.returncode == 0, done.stderr
     assert out.read_text() in done.stdout
     assert [line.split("|")[1].strip() for line in out.read_text().splitlines()[2:]] == ["`weak`", "`medium`"]
