@@ -1,5 +1,6 @@
-"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator); and the
-check that no process the suite started outlives it.
+"""Shared fixtures: a tiny world is built once per test session (real renderer, real generator); the
+check that no process the suite started outlives it; and one thread per pool in each of the parallel
+workers `scripts/test.sh` runs the suite on (pytest-xdist, one per core).
 
 EXAG_TEST_CACHE=DIR (developers only; CI leaves it unset) keeps the tiny worlds and models between runs
 in DIR, keyed by a hash of the code that makes them, so iterating on server tests does not retrain.
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from leftover_processes import pytest_configure, pytest_runtest_logfinish, pytest_sessionfinish  # noqa: F401 (hooks)
+from leftover_processes import (mark_suite_processes, pytest_runtest_logfinish,  # noqa: F401 (hooks)
+                                pytest_sessionfinish, pytest_testnodedown)
 
 from vqa_agent.config import preset
 from vqa_agent.train import train_agent
@@ -24,6 +26,20 @@ from tiny_worlds import AGENT_WORLD, TINY_WORLD
 
 REPO = Path(__file__).resolve().parent.parent
 MAKERS = ["vqa_agent", "explainers", "tests/tiny_worlds.py", "tests/conftest.py"]
+
+
+def pytest_configure(config):
+    mark_suite_processes()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # A worker per core: each pins its thread pools to one thread (torch, and OpenMP/BLAS under numpy and
+        # scipy), and the processes its tests start inherit that, so that workers never oversubscribe the cores.
+        for pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[pool] = "1"
+        import threadpoolctl
+        import torch
+
+        torch.set_num_threads(1)
+        threadpoolctl.threadpool_limits(1)
 
 
 def _code_hash() -> str:
@@ -36,11 +52,16 @@ def _code_hash() -> str:
 
 
 def _made_once(name: str, tmp_path_factory, make) -> Path:
-    """make(dir) -> path; cached under EXAG_TEST_CACHE when set, else in the session's temp dir."""
+    """make(dir) -> path; cached under EXAG_TEST_CACHE when set; else made once for the run, also when the
+    run's tests are spread over several pytest-xdist workers (the first to need it makes it in the run's temp
+    dir, the others wait for it); else in the session's temp dir."""
     cache = os.environ.get("EXAG_TEST_CACHE")
-    if not cache:
+    if cache:
+        root = Path(cache) / _code_hash()
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "made-once"     # the workers' temp dirs share this parent
+    else:
         return Path(make(tmp_path_factory.mktemp(name)))
-    root = Path(cache) / _code_hash()
     root.mkdir(parents=True, exist_ok=True)
     done = root / name
     with open(root / f"{name}.lock", "w") as lock:

@@ -117,3 +117,29 @@ def test_the_reports_clustered_tests_use_it():
     y, X, who = clustered_data(MIN_CLUSTERS - 1)
     few = compare_rates(y, X[:, 1], who)
     assert few["p_value_clustered"] is None and "fewer than" in few["note"]
+
+
+def test_an_odds_ratio_near_separation_is_not_estimable_with_a_note_never_an_overflow():
+    """Almost every game with x=1 won (one lost): the fitted log odds stay finite but the CI's upper end runs
+    off; exponentiating it overflowed (a RuntimeWarning) where it must say 'not estimable'."""
+    import warnings
+
+    from experiments.analysis.stats import MAX_LOG_ODDS, logit_test, odds_ratio
+
+    assert odds_ratio(1.0, 0.5, 2.0)["odds_ratio_ci"] == pytest.approx([np.exp(0.5), np.exp(2.0)])
+    assert "note" not in odds_ratio(1.0, 0.5, 2.0)
+    runaway = odds_ratio(3.0, 0.1, 800.0)                   # np.exp(800) overflows
+    assert runaway["odds_ratio"] == pytest.approx(np.exp(3.0)) and runaway["odds_ratio_ci"][1] is None
+    assert "not estimable" in runaway["note"] and "separation" in runaway["note"]
+    assert odds_ratio(MAX_LOG_ODDS + 1, 0.0, np.inf)["odds_ratio"] is None
+    rng = np.random.default_rng(0)
+    x = np.repeat([0.0, 1.0], 40)
+    y = np.concatenate([rng.integers(0, 2, 40), np.ones(40)]).astype(float)
+    y[-1] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # an overflow would fail here
+        fitted = logit_test(y, pd.DataFrame({"x": x}), "x")
+        clustered = gee_logit(y, pd.DataFrame({"x": x}), np.arange(len(y)) // 4, "x")
+    for result in (fitted, clustered):
+        assert result["odds_ratio"] is None or np.isfinite(result["odds_ratio"])
+        assert all(end is None or np.isfinite(end) for end in (result["odds_ratio_ci"] or []))

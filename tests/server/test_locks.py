@@ -16,9 +16,13 @@ from server.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 # a server process in the middle of a message: it holds the participant's lock, then dies without releasing it
+# (its lock's lifetime scaled down from LOCK_TIMEOUT_S to HOLDER_TIMEOUT_S, so that the test takes a second)
+HOLDER_TIMEOUT_S = 1
 HOLDER = """
 import sys, time
+from server import locks
 from server.store import Store
+locks.LOCK_TIMEOUT_S = int(sys.argv[2])
 held = Store.connect(sys.argv[1]).locked("aw", "pid:lockout")
 held.__enter__()
 print("held", flush=True)
@@ -28,25 +32,31 @@ time.sleep(120)
 
 def test_a_crashed_holders_lock_is_gone_within_seconds(app, connect):
     player = joined(connect, "aw", "lockout")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, app.extensions["exag"].redis.url], cwd=REPO,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, app.extensions["exag"].redis.url, str(HOLDER_TIMEOUT_S)],
+                              cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
     finally:
         holder.kill()
         holder.wait()
     left_ms = app.extensions["exag"].store.redis.pttl("exag:lock:aw:pid:lockout")
-    assert left_ms <= LOCK_TIMEOUT_S * 1000                   # the dead holder's lock is gone in seconds (-2: gone) ...
-    assert LOCK_TIMEOUT_S < LOCK_WAIT_S                       # ... sooner than a message waits for a lock, so
+    assert left_ms <= HOLDER_TIMEOUT_S * 1000                 # the dead holder's lock is gone in seconds (-2: gone) ...
+    assert HOLDER_TIMEOUT_S <= LOCK_TIMEOUT_S < LOCK_WAIT_S                       # ... sooner than a message waits for a lock, so
     player.ok("join", {"study": "aw", "pid": "lockout"})     # this one waits for it and is handled, not "busy"
 
 
-def test_a_live_holder_keeps_its_lock_while_it_works(app):
-    store = app.extensions["exag"].store
-    with store.locked("aw", "pid:slow"):
-        time.sleep(LOCK_TIMEOUT_S + 1)                        # longer than the lock lives unless renewed
-        assert store.redis.pttl("exag:lock:aw:pid:slow") > 0
-    assert not store.redis.exists("exag:lock:aw:pid:slow")
+def test_a_live_holder_keeps_its_lock_while_it_works(app, monkeypatch):
+    # the lock's lifetime scaled down from 6 s, and renewals from every 2 s, so that the test takes seconds
+    monkeypatch.setattr(locks_module, "LOCK_TIMEOUT_S", 1)
+    monkeypatch.setattr(locks_module, "LOCK_RENEW_S", 0.25)
+    store = Store.connect(app.extensions["exag"].redis.url)      # its renewer starts with these
+    try:
+        with store.locked("aw", "pid:slow"):
+            time.sleep(locks_module.LOCK_TIMEOUT_S + 1)           # longer than the lock lives unless renewed
+            assert store.redis.pttl("exag:lock:aw:pid:slow") > 0
+        assert not store.redis.exists("exag:lock:aw:pid:slow")
+    finally:
+        store.close()
 
 
 def test_a_hung_holder_loses_its_lock_after_the_maximum_hold(app, monkeypatch):
