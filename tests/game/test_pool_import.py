@@ -274,6 +274,7 @@ def test_serve_and_worker_find_the_pool_by_name_or_directory(imported, tmp_path,
     assert "--pool" not in worker_arguments(ServerConfig(), threads=1)        # a world: as before
     assert exag_cli.main(["serve", "--pool", "nowhere", "--workers", "0"]) == 2
     assert "no image pool 'nowhere'" in capsys.readouterr().err
+    assert not (tmp_path / "data" / "game-world").exists()    # refused before a world is laid out and rendered
     assert exag_cli.main(["worker", "--redis-url", "redis://127.0.0.1:1/0", "--pool", "nowhere"]) == 2
     assert "no image pool 'nowhere'" in capsys.readouterr().err
 

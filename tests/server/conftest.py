@@ -55,9 +55,10 @@ def live_server(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path_factory):
     app.extensions["exag"].close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Chromium, driven by Playwright, for one test module (tests/server/chromium.py)."""
+    """Chromium, driven by Playwright, shared by the session's browser tests (each opens contexts of its own;
+    tests/server/chromium.py)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
