@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import json
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from game.preregistration import PRIMARY_OUTCOME, digest, document_bytes, missing, primary_comparisons
+from game.preregistration import (ANALYSIS, BETWEEN_ARMS, NOT_FROZEN, PLAN_KEYS, PRIMARY_OUTCOME, document_bytes,
+                                  missing, primary_comparisons, registration, within_participant_primary)
 from game.quality import FAST_GAME_S, FLAGS, STRAIGHT_LINE_MIN_RATINGS
 from game.study import StudyConfig, load_study
+from vqa_agent.checkpoints import checkpoint_fingerprint
 
 DESCRIPTION = f"""\
-Writes the pre-registration of STUDY (a study JSON file) as OUT.json (the document: the study's design and
-its plan, canonical JSON) and OUT.md (the same, readable, to deposit e.g. on OSF), and stores the SHA-256 of
+Writes the pre-registration of STUDY (a study JSON file) as OUT.json (the document: the whole study config but
+how participants are paid and the page's title, the tests' level and sidedness, the plan, this exag version
+and the agent checkpoint's fingerprint; canonical JSON) and OUT.md (the same, readable, to deposit e.g. on OSF), and stores the SHA-256 of
 OUT.json in STUDY's "preregistration" section. The plan is that section, written by the researcher:
 
   "preregistration": {{
@@ -30,14 +35,16 @@ OUT.json in STUDY's "preregistration" section. The plan is that section, written
   }}
 
 primary: the confirmatory test. Controlled studies: overall, overall_inc_none, net_of_practice, or one of the
-study's arms (its Table 1 row); at-will studies: explanations_used. exclusions: quality flags of the export
+study's arms (its Table 1 row); the with-vs-without ones need "order": "counterbalanced". At-will studies:
+explanations_used. A study whose links may name the arm (choose_arm) cannot be registered. exclusions: quality flags of the export
 ([] for none):
   {", ".join(FLAGS)}
 planned_n: --planned-n (or "planned_n" in the section); `exag simulate power --study STUDY ...` estimates
 the participants the primary test needs.
 
-After this, the study is held to it: a study file whose plan or design no longer matches its hash is refused,
-a server that has the study refuses one whose pre-registration differs, and `exag analyze` applies the
+After this, the study is held to it: a study file whose plan or config no longer matches its hash is refused
+in one line naming the changed fields, a server refuses a study whose agent checkpoint is not the registered
+one or that has the study with another pre-registration, and `exag analyze` applies the
 registered exclusions by default, prints what each removed, labels every other analysis exploratory and
 repeats the primary comparison without exclusions (sensitivity). Running it again before any data replaces
 the registration (and its hash)."""
@@ -68,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def preregister(study_path: Path, out: Path, planned_n: int | None = None) -> dict:
+def preregister(study_path: Path, out: Path, planned_n: int | None = None,
+                 warn=lambda message: print(f"warning: {message}", flush=True)) -> dict:
     """Writes the document and stores its hash in the study file; returns the paths and the hash."""
     study = load_study(study_path)                       # a malformed plan fails here, in one line
-    plan = {k: v for k, v in study.preregistration.items() if k != "sha256"}
+    plan = {k: v for k, v in study.preregistration.items() if k in PLAN_KEYS}
     if planned_n is not None:
         plan["planned_n"] = planned_n
     lacking = missing(plan)
@@ -79,16 +87,18 @@ def preregister(study_path: Path, out: Path, planned_n: int | None = None) -> di
         raise ValueError(f"{study_path}: the \"preregistration\" section lacks {', '.join(lacking)}"
                          + (" (give --planned-n N)" if lacking == ["planned_n"] else "")
                          + "; see `exag preregister --help`")
+    refuse_unregistrable(study, plan["primary"], study_path)
     try:
         draft = replace(study, preregistration=plan)         # checks the plan with the new planned_n
     except ValueError as error:
         raise ValueError(f"{study_path}: {error}") from error
-    sha256 = digest(draft)
-    registered = replace(draft, preregistration={**plan, "sha256": sha256})
+    section = registration(draft, {"exag_version": exag_version(), "agent_fingerprint": agent_fingerprint(study, warn)})
+    registered = replace(draft, preregistration=section)
+    sha256 = section["sha256"]
     base = out.with_suffix("") if out.suffix in (".json", ".md") else out
     json_path, md_path = Path(f"{base}.json"), Path(f"{base}.md")
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(document_bytes(draft))
+    json_path.write_bytes(document_bytes(registered))
     md_path.write_text(markdown(registered, json_path.name), encoding="utf-8")
     data = json.loads(Path(study_path).read_text())
     data["preregistration"] = registered.preregistration
@@ -96,11 +106,56 @@ def preregister(study_path: Path, out: Path, planned_n: int | None = None) -> di
     return {"study": study.study_id, "sha256": sha256, "json": json_path, "md": md_path}
 
 
+def refuse_unregistrable(study: StudyConfig, primary: str, study_path: Path) -> None:
+    """ValueError, one line, for a design whose registered primary test would not hold: a with-vs-without
+    comparison under a fixed order (practice), or arms participants may choose (no randomization)."""
+    if study.choose_arm:
+        raise ValueError(f"{study_path}: choose_arm cannot be pre-registered: a registered study randomizes every "
+                         "participant's arm; links that name an arm are for demos and pilots (remove choose_arm)")
+    if within_participant_primary(study.kind, primary) and study.order != "counterbalanced":
+        raise ValueError(f"{study_path}: the primary test {primary!r} compares games with and without explanations, "
+                         f"and order {study.order!r} plays every participant's games with explanations "
+                         f"{'after' if study.order == 'abab' else 'before'} the others, so practice is part of that "
+                         "difference: register \"order\": \"counterbalanced\", or a between-arm primary "
+                         f"({', '.join(BETWEEN_ARMS)})")
+
+
+def exag_version() -> str:
+    """The commit of the exag checkout that runs (with "+changes" when its files differ from it), else the
+    installed package's version."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return commit + ("+changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return f"exag {importlib.metadata.version('exag')}"
+
+
+def agent_fingerprint(study: StudyConfig, warn) -> str | None:
+    """The fingerprint of the checkpoint the study names (its files' bytes), or None, with a warning, when it
+    names none (it plays the server's agent) or the checkpoint cannot be found here."""
+    if not study.agent:
+        warn(f"study {study.study_id} names no agent: it plays whichever agent the server runs, and its "
+             "checkpoint is not part of the registration (name one in \"agent\" to freeze it)")
+        return None
+    try:
+        return checkpoint_fingerprint(study.agent)
+    except (FileNotFoundError, ValueError) as error:
+        warn(f"the agent {study.agent!r} of study {study.study_id} cannot be found here ({error}); its checkpoint's "
+             "fingerprint is not registered, so the server cannot check it is the one registered: make the agent "
+             "first (docs/studies.md), then register")
+        return None
+
+
 def markdown(study: StudyConfig, json_name: str) -> str:
     """The document, readable: what is registered, what each rule means, and how the analysis uses it."""
     plan = study.preregistration
     primary = plan["primary"]
     exclusions = plan["exclusions"]
+    registered = plan.get("registered", {})
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     lines = [
         f"# Pre-registration: {study.study_id}", "",
@@ -114,6 +169,17 @@ def markdown(study: StudyConfig, json_name: str) -> str:
           if study.kind == "controlled" else []),
         f"- Participant checks: {', '.join(sorted(study.checks)) or 'none'}"
         + (f" (as configured: `{json.dumps(study.checks, sort_keys=True)}`)" if study.checks else ""),
+        f"- Game settings changed from the defaults: `{json.dumps(study.settings, sort_keys=True)}`"
+        if study.settings else "- Game settings: the defaults of this exag version",
+        f"- Agent: `{study.agent}`, checkpoint fingerprint `{registered['agent_fingerprint']}`"
+        if study.agent and registered.get("agent_fingerprint") else
+        f"- Agent: `{study.agent or 'the server agent'}` (its checkpoint is not registered)",
+        *([f"- The NLE explainer is offered with the others: {study.nle}"] if study.kind == "at-will" else []),
+        f"- Tests: alpha {ANALYSIS['alpha']}, {ANALYSIS['sides']}",
+        f"- exag version: `{registered.get('exag_version')}`",
+        "", "The whole study configuration is frozen with the plan except "
+        + ", ".join(f"`{k}`" for k in NOT_FROZEN if k != "preregistration")
+        + ": changing any other field refuses the study, naming the field.",
         "", "## Hypotheses", "", *[f"{i}. {h}" for i, h in enumerate(plan["hypotheses"], 1)],
         "", "## Primary outcome", "", PRIMARY_OUTCOME[0].upper() + PRIMARY_OUTCOME[1:] + ".",
         "", "## Primary test", "",

@@ -8,32 +8,48 @@ The researcher writes the plan as the study file's "preregistration" section:
                         "exclusions": ["fast_games", "no_questions"], "planned_n": 80}
 
 `exag preregister STUDY --out FILE` (experiments/preregister.py) writes the document, FILE.json (`document`
-below: the study's design and this plan) and its readable FILE.md, and puts the SHA-256 of FILE.json back
-into the section as "sha256". From then on the study is held to it:
-- a study whose plan or design no longer hashes to its "sha256" is refused wherever it is made (StudyConfig);
+below: the whole study config but how participants are paid, the analysis's level and sidedness, this plan,
+the exag version and the agent checkpoint's fingerprint) and its readable FILE.md, and puts the SHA-256 of
+FILE.json back into the section as "sha256" (with what it registered and a short hash of each field). From then
+on the study is held to it:
+- a study whose plan or config no longer hashes to its "sha256" is refused wherever it is made (StudyConfig),
+  in one line that names the changed fields;
+- a server refuses a study whose agent checkpoint is not the registered one (server/study_check.py);
 - a server refuses a study whose stored pre-registration differs (server/study_check.py);
 - `exag analyze` applies the registered exclusions by default and labels every other analysis exploratory
   (experiments/analysis/preregistered.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 from typing import TYPE_CHECKING
+
+from vqa_agent.checkpoints import checkpoint_fingerprint
 
 from .quality import FLAGS
 
 if TYPE_CHECKING:
     from .study import StudyConfig
 
-FORMAT = "exag-preregistration/1"
+FORMAT = "exag-preregistration/2"
 PLAN_KEYS = ("hypotheses", "primary", "stopping_rule", "exclusions", "planned_n")   # what the researcher decides
-KEYS = PLAN_KEYS + ("sha256",)                                                      # ... and the hash
-# The study's fields the document freezes beside the plan: the design a reviewer holds the study to (its arms,
-# their order, who is screened out). Fixed on purpose: a field added here later would change the hash of every
-# study registered before it.
-DESIGN = ("study_id", "kind", "arms", "sessions", "games_per_session", "order", "checks")
+# ... what `exag preregister` adds: the facts it registers beside the plan (the exag version and the agent's
+# checkpoint, `registered`), a short hash of every frozen field so that a change is named (`fields`), and the hash
+KEYS = PLAN_KEYS + ("registered", "fields", "sha256")
+# The document freezes the whole study config but these: how participants are paid and what the page is titled
+# (no rule of the experiment), and the arm assignment's seed (drawn by the server when the study is created,
+# recorded in the event log), beside the plan.
+NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirect_url", "title", "seed")
+# The level and sidedness of every test the report prints (experiments/analysis/stats.py ALPHA): frozen with the
+# plan, so that a report made under other ones shows as a deviation.
+ANALYSIS = {"alpha": 0.05, "sides": "two-sided"}
+# What the first documents froze (exag-preregistration/1, no `registered`): studies registered so are still
+# verified as they were registered.
+FORMAT_1 = "exag-preregistration/1"
+DESIGN_1 = ("study_id", "kind", "arms", "sessions", "games_per_session", "order", "checks")
 PRIMARY_OUTCOME = "the win: a game's right guess with points left (games.won in the export)"
 # The comparisons a plan can name as its primary test, by study kind (a controlled study may also name one of
 # its arms: that arm's Table 1 row); experiments/analysis/preregistered.py finds each in the report.
@@ -55,6 +71,16 @@ PRIMARY = {
 ARM_ROW = "Table 1, row '{arm}': win rate with vs without explanations in that arm; participant-clustered test"
 
 
+# Primary tests that compare a participant's games with and without explanations: a fixed order (abab, baba)
+# plays every participant's with-games later (or earlier) than the others, so practice is in the comparison.
+BETWEEN_ARMS = ("net_of_practice",)
+
+
+def within_participant_primary(kind: str, primary: str) -> bool:
+    """Whether `primary` compares games with and without explanations (needs a counterbalanced order)."""
+    return kind == "controlled" and primary not in BETWEEN_ARMS
+
+
 def primary_comparisons(kind: str, arms) -> dict[str, str]:
     """The primary tests a study of this kind and these arms can name, with what each is."""
     named = dict(PRIMARY.get(kind, {}))
@@ -65,13 +91,13 @@ def primary_comparisons(kind: str, arms) -> dict[str, str]:
 
 def check(study: "StudyConfig") -> None:
     """Raises ValueError, one line saying what is wrong, for a malformed plan or one whose hash no longer
-    matches the study (its rules changed after `exag preregister`)."""
+    matches the study (its rules changed after `exag preregister`: the changed fields are named)."""
     plan = study.preregistration
     if not isinstance(plan, dict):
         raise ValueError("preregistration must be an object (see `exag preregister --help`)")
     unknown = sorted(set(plan) - set(KEYS))
     if unknown:
-        raise ValueError(f"preregistration: unknown field(s) {', '.join(unknown)}; fields: {', '.join(KEYS)}")
+        raise ValueError(f"preregistration: unknown field(s) {', '.join(unknown)}; fields: {', '.join(PLAN_KEYS)}")
     exclusions = plan.get("exclusions", [])
     if not isinstance(exclusions, list) or not all(isinstance(f, str) for f in exclusions):
         raise ValueError(f"preregistration.exclusions must be a list of quality flags ({', '.join(FLAGS)})")
@@ -91,17 +117,68 @@ def check(study: "StudyConfig") -> None:
     planned = plan.get("planned_n", 1)
     if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
         raise ValueError("preregistration.planned_n must be a whole number of participants, at least 1")
+    registered = plan.get("registered", {})
+    if not isinstance(registered, dict) or not set(registered) <= {"exag_version", "agent_fingerprint"}:
+        raise ValueError("preregistration.registered holds what `exag preregister` wrote (exag_version, "
+                         "agent_fingerprint); leave it as written")
     if "sha256" not in plan:
         return                                   # a draft: `exag preregister` checks it is complete
     if not isinstance(plan["sha256"], str) or not re.fullmatch(r"[0-9a-f]{64}", plan["sha256"]):
         raise ValueError("preregistration.sha256 must be the 64 hex digits `exag preregister` wrote")
-    missing = [k for k in PLAN_KEYS if k not in plan]
-    if missing:
-        raise ValueError(f"preregistration: a registered plan has every field; missing {', '.join(missing)}")
+    missing_keys = [k for k in PLAN_KEYS if k not in plan]
+    if missing_keys:
+        raise ValueError(f"preregistration: a registered plan has every field; missing {', '.join(missing_keys)}")
     if digest(study) != plan["sha256"]:
+        changed = changed_fields(study)
         raise ValueError(f"preregistration: the study's rules differ from its pre-registration (sha256 "
-                         f"{plan['sha256'][:12]}...): restore the registered ones, or pre-register again with "
-                         "`exag preregister` before any data is collected")
+                         f"{plan['sha256'][:12]}...{'; changed: ' + ', '.join(changed) if changed else ''}): restore "
+                         "the registered ones, or pre-register again with `exag preregister` before any data is "
+                         "collected")
+
+
+def check_agent(study: "StudyConfig", agent: str) -> None:
+    """Raises ValueError when the study was registered with an agent checkpoint (`exag preregister` registered
+    its fingerprint) whose files differ from `agent`'s, the one a server would play."""
+    registered = study.preregistration.get("registered", {}).get("agent_fingerprint")
+    if not registered:
+        return
+    try:
+        found = checkpoint_fingerprint(agent)
+    except FileNotFoundError as error:
+        raise ValueError(f"agent: the pre-registered agent {agent!r} is not on this server ({error})"[:500]) from None
+    if found != registered:
+        raise ValueError(f"agent: the checkpoint of {agent!r} on this server (fingerprint {found}) is not the one "
+                         f"pre-registered (fingerprint {registered}): serve the registered checkpoint, or register "
+                         "the new one as a new study")
+
+
+def frozen(study: "StudyConfig") -> dict:
+    """The study's fields the document freezes (all but NOT_FROZEN), as JSON data."""
+    return {k: v for k, v in json.loads(json.dumps(study.to_dict())).items() if k not in NOT_FROZEN}
+
+
+def field_hashes(study: "StudyConfig") -> dict[str, str]:
+    """A short hash of each frozen field and plan field ("preregistration.exclusions"), to name what changed."""
+    values = {**frozen(study), **{f"preregistration.{k}": study.preregistration.get(k) for k in PLAN_KEYS}}
+    return {k: hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16] for k, v in values.items()}
+
+
+def changed_fields(study: "StudyConfig") -> list[str]:
+    """The fields whose value differs from the registered one (empty for a first-format registration, which
+    kept no per-field hashes, or when only the hash itself was edited)."""
+    registered = study.preregistration.get("fields")
+    if not isinstance(registered, dict):
+        return []
+    now = field_hashes(study)
+    return [k for k in sorted(set(now) | set(registered)) if now.get(k) != registered.get(k)]
+
+
+def registration(study: "StudyConfig", registered: dict) -> dict:
+    """The study's "preregistration" section as `exag preregister` leaves it: the plan, what is registered beside
+    it (`registered`: exag_version, agent_fingerprint), a short hash of each field and the document's hash."""
+    plan = {k: study.preregistration[k] for k in PLAN_KEYS if k in study.preregistration}
+    draft = dataclasses.replace(study, preregistration={**plan, "registered": registered})
+    return {**draft.preregistration, "fields": field_hashes(draft), "sha256": digest(draft)}
 
 
 def missing(plan: dict) -> list[str]:
@@ -110,11 +187,18 @@ def missing(plan: dict) -> list[str]:
 
 
 def document(study: "StudyConfig") -> dict:
-    """What is registered: the study's design and its plan (without the hash itself)."""
-    design = {k: getattr(study, k) for k in DESIGN}
-    design["arms"] = list(design["arms"])
-    plan = {k: study.preregistration[k] for k in PLAN_KEYS if k in study.preregistration}
-    return {"format": FORMAT, "study": design, "preregistration": plan}
+    """What is registered (without the hash itself): the whole study config but NOT_FROZEN, the analysis's
+    level and sidedness, the plan, and what `exag preregister` registered beside it (the exag version, the
+    agent checkpoint's fingerprint). A study registered in the first format gets that format's document."""
+    plan = study.preregistration
+    if "sha256" in plan and "registered" not in plan:          # exag-preregistration/1
+        design = {k: getattr(study, k) for k in DESIGN_1}
+        design["arms"] = list(design["arms"])
+        return {"format": FORMAT_1, "study": design,
+                "preregistration": {k: plan[k] for k in PLAN_KEYS if k in plan}}
+    return {"format": FORMAT, "study": frozen(study), "analysis": ANALYSIS,
+            "preregistration": {k: plan[k] for k in PLAN_KEYS if k in plan},
+            "registered": plan.get("registered", {})}
 
 
 def document_bytes(study: "StudyConfig") -> bytes:

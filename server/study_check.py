@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from explainers import registry
+from game import preregistration
 from game.image_sets import choose_image_set
 from game.pool import GamePool, check_pool
 from game.settings import settings_named
@@ -60,6 +61,7 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
         raise ValueError(f"settings.images: a game of {settings.images} images needs a pool at least that large; "
                          f"this server's pool has {len(pool)} images")
     worker = agents.worker(study.agent)          # AgentUnavailable (a ValueError) says why not
+    preregistration.check_agent(study, study.agent or agents.server_agent)
     check_agent_explainers(study, study.agent or agents.server_agent)   # before any worker published what it loaded
     shown = sorted({name for arm in study.arms for name in explainers_of(study, arm)})
     for name in shown:      # not built in: a third-party explainer, imported and checked (ValueError says why not)

@@ -4,8 +4,10 @@ each removed, the hash), everything else exploratory, the unexcluded data as a s
 `--no-exclusions`, and `--exclude` other flags as a deviation. Real export, loaders, report and CLI."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 
 import pytest
 from test_analysis import PARTICIPANTS_PER_ARM, WINS_PER_BLOCK, controlled_log
@@ -15,6 +17,7 @@ from experiments.analysis import analyze
 from experiments.analysis.html import render_html
 from experiments.analysis.write import format_summary
 from game.export import write_export
+from game.preregistration import FORMAT_1, NOT_FROZEN, digest
 from game.quality import FLAGS
 from game.study import StudyConfig, load_study
 
@@ -51,12 +54,23 @@ def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path
     study = preregistered(tmp_path)
     document = (tmp_path / "prereg" / "ctl.json").read_bytes()
     sha256 = hashlib.sha256(document).hexdigest()
-    assert study.preregistration == {**PLAN, "planned_n": 25, "sha256": sha256}
-    assert sha256 in capsys.readouterr().out
+    section = study.preregistration
+    assert {k: v for k, v in section.items() if k not in ("registered", "fields")} == \
+        {**PLAN, "planned_n": 25, "sha256": sha256}
+    assert section["registered"]["agent_fingerprint"] is None                # the study names no agent ...
+    assert re.fullmatch(r"[0-9a-f]{40}(\+changes)?", section["registered"]["exag_version"])
+    printed = capsys.readouterr().out
+    assert sha256 in printed and "names no agent" in printed                 # ... and is told so
     registered = json.loads(document)
+    assert registered["format"] == "exag-preregistration/2"
     assert registered["preregistration"] == {**PLAN, "planned_n": 25}
-    assert registered["study"] == {**{k: STUDY[k] for k in ("study_id", "kind", "arms", "sessions", "games_per_session")},
-                                   "order": "counterbalanced", "checks": {}}   # the design: order and checks too
+    assert registered["registered"] == section["registered"]
+    assert registered["analysis"] == {"alpha": 0.05, "sides": "two-sided"}
+    # the whole config but how participants are paid, the title and the assignment seed
+    assert set(registered["study"]) == {f.name for f in dataclasses.fields(StudyConfig)} - set(NOT_FROZEN)
+    assert registered["study"]["settings"] == {} and registered["study"]["order"] == "counterbalanced"
+    assert set(section["fields"]) >= {"agent", "settings", "arms", "nle", "choose_arm", "checks", "pool",
+                                      "preregistration.exclusions"}
     markdown = (tmp_path / "prereg" / "ctl.md").read_text()
     for text in (sha256, "Explanations raise the win rate.", "`overall`", "25 participants", "exag simulate power",
                  "Stop when 25 participants", "`fast_games`: finished a game in under 10 s", "exploratory"):
@@ -174,3 +188,81 @@ def test_a_study_without_registration_keeps_todays_default(tmp_path):
     assert report["preregistration"] == {"registered": False, "analysis": "not preregistered", "labels": {},
                                          "studies": {}}
     assert 'class="tag' not in render_html(report, [])
+
+
+@pytest.mark.parametrize("field,value", [("agent", "strong"), ("settings", {"start_points": 50}),
+                                         ("arms", ["none", "attention", "relqa", "both"]), ("nle", True),
+                                         ("games_per_session", 4), ("checks", {"attention": {"every": 5}}),
+                                         ("pool", "holiday")])
+def test_every_rule_of_a_registered_study_is_frozen_and_a_change_is_named(tmp_path, field, value):
+    """What a new user tried: the agent changed to `strong` after registering was accepted, and a setting
+    changed gave the same hash."""
+    study = preregistered(tmp_path)
+    changed = {**study.to_dict(), field: value}
+    with pytest.raises(ValueError) as refused:
+        StudyConfig.from_dict(changed)
+    text = str(refused.value)
+    assert "\n" not in text and "differ from its pre-registration" in text and text.count("changed: ") == 1
+    assert text.split("changed: ")[1].split(")")[0] == field
+
+
+def test_what_is_not_a_rule_may_change_and_a_plan_change_is_named(tmp_path):
+    study = preregistered(tmp_path)
+    for field, value in (("completion_code", "NEW"), ("redirect_url", "https://example.org/done"),
+                         ("title", "Another title"), ("seed", 7)):
+        StudyConfig.from_dict({**study.to_dict(), field: value})          # the hash still holds
+    changed = {**study.to_dict(), "preregistration": {**study.preregistration, "primary": "net_of_practice"}}
+    with pytest.raises(ValueError, match=r"changed: preregistration\.primary\)"):
+        StudyConfig.from_dict(changed)
+
+
+@pytest.mark.parametrize("order", ["abab", "baba"])
+def test_a_with_vs_without_primary_needs_a_counterbalanced_order(tmp_path, order, capsys):
+    path = tmp_path / "ctl.json"
+    path.write_text(json.dumps({**STUDY, "order": order, "preregistration": PLAN}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "practice" in error and '"order": "counterbalanced"' in error
+    assert "net_of_practice" in error and not (tmp_path / "doc.json").exists()
+    path.write_text(json.dumps({**STUDY, "order": order, "preregistration": {**PLAN, "primary": "net_of_practice"}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 0   # between arms
+
+
+def test_a_study_whose_links_name_the_arm_cannot_be_registered(tmp_path, capsys):
+    path = tmp_path / "ctl.json"
+    path.write_text(json.dumps({**STUDY, "choose_arm": True, "preregistration": PLAN}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 2
+    assert "choose_arm cannot be pre-registered" in capsys.readouterr().err
+
+
+def test_a_study_registered_in_the_first_format_still_holds_to_it():
+    """Studies registered before the whole config was frozen keep their hash (and their data its analysis)."""
+    plan = {**PLAN, "planned_n": 25}
+    design = {**{k: STUDY[k] for k in ("study_id", "kind", "arms", "sessions", "games_per_session")},
+              "order": "counterbalanced", "checks": {}}
+    document = {"format": FORMAT_1, "study": design, "preregistration": plan}
+    sha256 = hashlib.sha256((json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                            .encode()).hexdigest()
+    study = StudyConfig.from_dict({**STUDY, "preregistration": {**plan, "sha256": sha256}})
+    assert digest(study) == sha256
+    with pytest.raises(ValueError, match="differ from its pre-registration"):
+        StudyConfig.from_dict({**STUDY, "sessions": 6, "preregistration": {**plan, "sha256": sha256}})
+
+
+def test_the_agent_checkpoint_is_registered_and_the_server_holds_the_study_to_it(tmp_path, tiny_agent_dir, capsys):
+    from game.preregistration import check_agent
+    from vqa_agent.checkpoints import checkpoint_fingerprint
+
+    path = tmp_path / "ctl.json"
+    path.write_text(json.dumps({**STUDY, "agent": str(tiny_agent_dir), "preregistration": PLAN}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 0
+    study = load_study(path)
+    assert study.preregistration["registered"]["agent_fingerprint"] == checkpoint_fingerprint(tiny_agent_dir)
+    assert "fingerprint" in (tmp_path / "doc.md").read_text()
+    check_agent(study, str(tiny_agent_dir))                    # the registered checkpoint: served
+    with pytest.raises(ValueError, match=r"^agent: the checkpoint of 'default' .* is not the one pre-registered"):
+        check_agent(study, "default")                          # another one's files
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({**STUDY, "agent": str(tmp_path / "nowhere"), "preregistration": PLAN}))
+    assert main(["preregister", str(missing), "--out", str(tmp_path / "doc2"), "--planned-n", "10"]) == 0
+    assert "cannot be found here" in capsys.readouterr().out               # warned: nothing to check it against

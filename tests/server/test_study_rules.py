@@ -11,7 +11,7 @@ import pytest
 from socket_player import Player, started
 
 from game.export import tables
-from game.preregistration import digest
+from game.preregistration import registration
 from game.study import StudyConfig
 from server.app import load_studies
 from server.completion import completion_code, verify
@@ -23,9 +23,9 @@ STUDY = {"study_id": "prereg", "kind": "controlled", "arms": ["none", "both"], "
 
 
 def registered(config: dict, plan: dict) -> dict:
-    """The config as `exag preregister` leaves it: the plan and the hash of its document."""
+    """The config as `exag preregister` leaves it: the plan, what it registered, and the hash of its document."""
     draft = StudyConfig.from_dict({**config, "preregistration": plan})
-    return {**config, "preregistration": {**plan, "sha256": digest(draft)}}
+    return {**config, "preregistration": registration(draft, {"exag_version": "test", "agent_fingerprint": None})}
 
 
 def create(app, config: dict):
