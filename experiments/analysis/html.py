@@ -643,7 +643,11 @@ def preregistration_section(report: dict) -> str:
                 ["stopping rule", _e(plan.get("stopping_rule"))],
                 ["exclusions registered", _e(", ".join(plan.get("exclusions") or []) or "none")],
                 ["exclusions applied", _e(", ".join(plan.get("applied") or []) or "none")
-                 + (f' <b>(deviation: {_e(plan["deviation"])})</b>' if plan.get("deviation") else "")]]
+                 + (f' <b>(deviation: {_e(plan["deviation"])})</b>' if plan.get("deviation") else "")],
+                ["registered with", _e(f"exag {(plan.get('registered') or {}).get('exag_version') or '(not recorded)'}"
+                                       f", agent checkpoint "
+                                       f"{(plan.get('registered') or {}).get('agent_fingerprint') or '(not registered)'}")],
+                ["other deviations", "<br>".join(f"<b>{_e(d)}</b>" for d in plan.get("deviations") or []) or "none"]]
         out.append(f"<h3>{_e(study)}</h3>" + _table(["", ""], rows, 2))
     if removed:
         out.append("<p>What each exclusion removed (a participant with two flags counts under both): "

@@ -6,7 +6,9 @@ default, `exag analyze`:
   participants and games each rule removed (report["quality"]["removed_by_flag"]);
 - reports the registered primary comparison under report["preregistration"], with the hash, and labels
   every other analysis exploratory ("labels");
-- repeats the primary comparison without any exclusion: the sensitivity analysis (report["sensitivity"]).
+- repeats the primary comparison without any exclusion: the sensitivity analysis (report["sensitivity"]);
+- lists as deviations an analysed N other than the planned one and an exag version other than the
+  registered one ("deviations").
 `--exclude FLAGS` on such data is allowed and applies those flags instead, labelled a deviation from the
 pre-registration; `--no-exclusions` reports only the unexcluded analysis.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from experiments.preregister import exag_version
 from game.preregistration import PRIMARY, PRIMARY_OUTCOME, primary_comparisons
 
 from .at_will import at_will
@@ -75,14 +78,16 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
         if analysis == DEVIATION and set(applied) != set(plan["exclusions"]):
             deviation = (f"excluded by {', '.join(applied) or 'no flag'} (--exclude) instead of the pre-registered "
                          f"{', '.join(plan['exclusions']) or 'no exclusion'}")
+        analysed = (mine or {}).get("n", {}).get("participants", 0)
         studies[study] = {
             "sha256": plan["sha256"], "hypotheses": plan.get("hypotheses", []), "primary": plan.get("primary"),
+            "registered": plan.get("registered", {}), "deviations": other_deviations(plan, analysed),
             "primary_test": _primary_test(plan.get("primary"), kind), "primary_outcome": PRIMARY_OUTCOME,
             "planned_n": plan.get("planned_n"), "stopping_rule": plan.get("stopping_rule"),
             "exclusions": plan["exclusions"],
             "applied": [] if analysis == UNEXCLUDED else applied if analysis == DEVIATION else plan["exclusions"],
             "deviation": deviation,
-            "participants": (mine or {}).get("n", {}).get("participants", 0),
+            "participants": analysed,
             "result": primary_result(plan.get("primary"), mine) if mine else {"missing": "no finished games"}}
     # only the analysis as registered has a confirmatory test; with other exclusions every one is exploratory
     primary_sections = {_section_of(plan.get("primary")) for plan in plans.values()} if analysis == PREREGISTERED \
@@ -94,6 +99,18 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
     if analysis in (PREREGISTERED, DEVIATION) and (applied or exclusions["participants"]):
         out["sensitivity"] = sensitivity(tables, plans, guarded, notes)
     return out
+
+
+def other_deviations(plan: dict, analysed: int) -> list[str]:
+    """What differs from the registration besides the exclusions: the analysed participants from the planned N,
+    and the exag version that analyses from the one the study was registered with."""
+    deviations = []
+    if plan.get("planned_n") is not None and analysed != plan["planned_n"]:
+        deviations.append(f"{analysed} participants analysed where {plan['planned_n']} were planned")
+    registered = (plan.get("registered") or {}).get("exag_version")
+    if registered and registered != (now := exag_version()):
+        deviations.append(f"registered with exag {registered}, analysed with exag {now}")
+    return deviations
 
 
 def sensitivity(tables: Tables, plans: dict[str, dict], guarded, notes: list[str]) -> dict:

@@ -180,6 +180,9 @@ report = {
                            "exclusions": [flag],   # registered
                            "applied": [flag],      # applied in this analysis
                            "deviation": str | None, "participants": int,   # analysed, beside planned_n
+                           "registered": {"exag_version"?, "agent_fingerprint"?},   # what exag preregister
+                                                   # registered ({} for the first format)
+                           "deviations": [str],    # N analysed != planned_n; another exag version analyses
                            "result": table1 row | net_of_practice | explanations_used | {"missing"}}}},
   "sensitivity"?: {                                # when exclusions were applied to pre-registered data
     "exclusions": [], "description": str,

@@ -437,6 +437,7 @@ def _preregistration_lines(report: dict) -> list[str]:
         label = "primary, pre-registered" if held.get("analysis") == "preregistered" else "primary, exploratory here"
         lines.append(f"{study} ({label}) {plan.get('primary')}: {describe(plan.get('result'))}; "
                      f"{plan.get('participants', 0)} of {plan.get('planned_n')} planned participants")
+        lines += [f"{study} deviation from its pre-registration: {d}" for d in plan.get("deviations") or []]
         if study in sensitivity:
             again = sensitivity[study]             # {"missing"} where the study has no finished games
             lines.append(f"{study} sensitivity, no exclusions: {describe(again.get('result', again))}")

@@ -266,3 +266,24 @@ def test_the_agent_checkpoint_is_registered_and_the_server_holds_the_study_to_it
     missing.write_text(json.dumps({**STUDY, "agent": str(tmp_path / "nowhere"), "preregistration": PLAN}))
     assert main(["preregister", str(missing), "--out", str(tmp_path / "doc2"), "--planned-n", "10"]) == 0
     assert "cannot be found here" in capsys.readouterr().out               # warned: nothing to check it against
+
+
+def test_an_analysed_n_other_than_planned_and_another_exag_version_are_deviations(tmp_path, capsys):
+    from game.preregistration import registration
+
+    study = preregistered(tmp_path)                       # planned 25; the log has another number of participants
+    older = dataclasses.replace(study, preregistration=registration(
+        study, {**study.preregistration["registered"], "exag_version": "0000000 (an older exag)"}))
+    write_export(study_log(older).events, tmp_path / "export")
+    capsys.readouterr()
+    assert main(["analyze", "--data", str(tmp_path / "export"), "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
+    printed = capsys.readouterr().out
+    held = json.loads((tmp_path / "report" / "report.json").read_text())["preregistration"]["studies"]["ctl"]
+    analysed = held["participants"]
+    assert analysed != 25 and held["registered"]["exag_version"] == "0000000 (an older exag)"
+    assert f"{analysed} participants analysed where 25 were planned" in held["deviations"]
+    assert any(d.startswith("registered with exag 0000000 (an older exag), analysed with exag ")
+               for d in held["deviations"])
+    assert f"ctl deviation from its pre-registration: {analysed} participants analysed where 25" in printed
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "other deviations" in page and "where 25 were planned" in page
