@@ -131,7 +131,10 @@ def exag_version() -> str:
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
         return commit + ("+changes" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return f"exag {importlib.metadata.version('exag')}"
+        try:
+            return f"exag {importlib.metadata.version('exag')}"
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown (neither a git checkout nor an installed package)"
 
 
 def agent_fingerprint(study: StudyConfig, warn) -> str | None:
