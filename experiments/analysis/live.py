@@ -1,13 +1,20 @@
-"""The live report: `exag analyze`'s report.html of one study, built from a running server's event log, so
-the researcher watches the effect form while the study runs. `exag serve` hands `live_report` to the web
-app (server/app.py `create_app(config, live_report=...)`), whose admin page /admin/report serves it; the
-web app itself never imports the analysis.
+"""The live report: `exag analyze`'s report.html of one study, built from a running server's event log.
+`exag serve` hands `live_report` to the web app (server/app.py `create_app(config, live_report=...)`), whose
+admin page /admin/report serves it; the web app itself never imports the analysis.
 
     html = live_report(list(store.events()), "pilot-1")
+
+A pre-registered study shows no outcome until its planned N have finished: watching an effect form and
+stopping when it looks good makes its p-values wrong. Until then the page monitors the study without
+outcomes: recruitment, balance of arms and orders, checks and quality flags, attrition.
 """
 from __future__ import annotations
 
+import json
 import tempfile
+from html import escape
+
+import pandas as pd
 
 from game.export import tables
 
@@ -17,12 +24,21 @@ from .html import render_html
 from .report import analyze
 
 REFRESH_S = 60      # the page reloads itself this often
+HIDDEN = ("Study {study} is pre-registered (sha256 {sha}...): its outcomes, by arm or overall, stay hidden until "
+          "its planned {planned} participants have finished ({finished} so far). Watching an effect form and "
+          "stopping when it looks good would make its tests wrong; the stopping rule registered is: {rule}")
 
 
 def live_report(events: list[dict], study_id: str) -> str:
-    """The report page of `study_id` from these events; before its first game it builds empty and says so."""
+    """The report page of `study_id` from these events; before its first game it builds empty and says so; a
+    pre-registered study before its planned N shows the monitoring page instead (no outcome)."""
     source = f"the live event log (study {study_id})"
     frames = tables(events)
+    plan = registered_plan(frames["studies"], study_id)
+    if plan is not None:
+        finished = _finished(frames["participants"], study_id)
+        if finished < plan["planned_n"]:
+            return monitoring_page(frames["participants"], study_id, plan, finished)
     try:
         live = Tables.from_frames(frames, source)
         live = live.only([study_id]) if study_id in live.study_ids() else None
@@ -35,3 +51,53 @@ def live_report(events: list[dict], study_id: str) -> str:
     with tempfile.TemporaryDirectory(prefix="exag-live-report-") as tmp:
         return render_html(report, draw_figures(report, tmp), title=f"ExAG live report: {study_id}",
                            refresh_s=REFRESH_S)
+
+
+def registered_plan(studies: pd.DataFrame, study_id: str) -> dict | None:
+    """The study's registered plan (with its sha256 and planned_n) from the studies table, else None."""
+    rows = studies[studies["study"] == study_id] if not studies.empty else studies
+    for text in rows.get("preregistration", []):
+        try:
+            plan = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            plan = None
+        if isinstance(plan, dict) and plan.get("sha256") and isinstance(plan.get("planned_n"), int):
+            return plan
+    return None
+
+
+def _finished(participants: pd.DataFrame, study_id: str) -> int:
+    if participants.empty or "finished" not in participants.columns:
+        return 0
+    mine = participants[participants["study"] == study_id]
+    return int(mine["finished"].notna().sum())
+
+
+def monitoring_page(participants: pd.DataFrame, study_id: str, plan: dict, finished: int) -> str:
+    """Recruitment, balance, checks and attrition by arm and order: everything but outcomes."""
+    mine = participants[participants["study"] == study_id] if not participants.empty else participants
+    rows = []
+    if not mine.empty:
+        mine = mine.assign(arm=mine["arm"].fillna("?"), order=mine.get("order", pd.Series(index=mine.index))
+                           .fillna("-"))
+        for (arm, order), group in mine.groupby(["arm", "order"], sort=True):
+            consented = int(group["consented"].notna().sum()) if "consented" in group else 0
+            done = int(group["finished"].notna().sum())
+            screened = int(group["screened_out"].notna().sum()) if "screened_out" in group else 0
+            flagged = int(group["flags"].fillna("").astype(str).ne("").sum()) if "flags" in group else 0
+            rows.append([arm, order, len(group), consented, screened, len(group) - done - screened, done, flagged])
+    head = ["arm", "order", "joined", "consented", "screened out", "not finished (playing or dropped)", "finished",
+            "quality flags raised"]
+    table = ("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+             + "</table>") if rows else "<p>Nobody has joined yet.</p>"
+    statement = HIDDEN.format(study=study_id, sha=plan["sha256"][:12], planned=plan["planned_n"], finished=finished,
+                              rule=plan.get("stopping_rule") or "(none)")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"refresh\" content=\"{REFRESH_S}\"><title>ExAG live report: {escape(study_id)}</title>"
+            "<style>body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+            "</style></head><body>"
+            f"<h1>ExAG live report: {escape(study_id)}</h1><p><b>{escape(statement)}</b></p>"
+            "<h2>Recruitment, balance and attrition</h2>" + table
+            + f"<p>{finished} of {plan['planned_n']} planned participants have finished.</p></body></html>")

@@ -287,3 +287,25 @@ def test_an_analysed_n_other_than_planned_and_another_exag_version_are_deviation
     assert f"ctl deviation from its pre-registration: {analysed} participants analysed where 25" in printed
     page = (tmp_path / "report" / "report.html").read_text()
     assert "other deviations" in page and "where 25 were planned" in page
+
+
+def test_the_live_report_shows_no_outcome_of_a_registered_study_before_its_planned_n(tmp_path):
+    from experiments.analysis.live import live_report
+
+    log = study_log(preregistered(tmp_path))             # registered for 25; nobody has finished yet
+    page = live_report(log.events, "ctl")
+    assert "stay hidden until its planned 25 participants have finished (0 so far)" in page
+    assert "Stop when 25 participants have finished." in page                     # the registered stopping rule
+    assert "Table 1" not in page and "win" not in page.lower() and "%" not in page and "<img" not in page
+    assert "<td>attention</td>" in page and "quality flags raised" in page           # recruitment and balance
+    assert "Table 1" in live_report(log.events, "free")                              # not registered: all of it
+
+    joined = sorted(p for s, p in log.joined if s == "ctl")
+    path = tmp_path / "all.json"                                                     # registered for everyone
+    path.write_text(json.dumps({**STUDY, "preregistration": {**PLAN, "planned_n": len(joined)}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "all-doc")]) == 0
+    log = study_log(load_study(path))
+    for participant in joined:
+        log._add("finish", study="ctl", participant=participant)
+    page = live_report(log.events, "ctl")
+    assert "stay hidden" not in page and "Table 1" in page                          # planned N reached
