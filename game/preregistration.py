@@ -152,6 +152,17 @@ def check_agent(study: "StudyConfig", agent: str) -> None:
                          "the new one as a new study")
 
 
+def outcomes_hidden(study: "StudyConfig", finished: int) -> str | None:
+    """Why a pre-registered study's outcomes (win rates by arm) are not shown yet, or None: they are hidden
+    from whoever runs the study until its planned N participants have finished (no peeking)."""
+    plan = study.preregistration
+    if "sha256" not in plan or finished >= plan.get("planned_n", 0):
+        return None
+    return (f"Outcomes hidden: the study is pre-registered, and its win rates are shown once its planned "
+            f"{plan['planned_n']} participants have finished ({finished} so far); watching an effect form and "
+            "stopping when it looks good would make its tests wrong.")
+
+
 def frozen(study: "StudyConfig") -> dict:
     """The study's fields the document freezes (all but NOT_FROZEN), as JSON data."""
     return {k: v for k, v in json.loads(json.dumps(study.to_dict())).items() if k not in NOT_FROZEN}

@@ -20,12 +20,13 @@ from collections import Counter
 
 from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template, request, send_file
 
+from game import preregistration
 from game.checks import CHECK_FLAGS
 from game.export import FORMATS, write_export
 from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig
 
-from .participation import STAGES
+from .participation import DONE, STAGES
 from .rating_task import RatingError
 from .release import bound_elsewhere, release
 from .routes import services
@@ -100,20 +101,20 @@ def _monitor() -> list[dict]:
     for study, status in s.store.studies():
         participants = s.store.participants(study.study_id)
         stats = s.store.stats(study.study_id)
-        arms = []
+        arms, hidden = [], preregistration.outcomes_hidden(study, sum(p["stage"] == DONE for p in participants))
         for arm in study.arms:
             row = {"arm": arm, "participants": sum(p["arm"] == arm for p in participants),
                    "games": stats.get(f"{arm}:games", 0), "wins": stats.get(f"{arm}:wins", 0)}
             for name, prefix in (("win_rate", arm), ("win_rate_without", f"{arm}:without"),
                                  ("win_rate_with", f"{arm}:with")):
                 games = stats.get(f"{prefix}:games", 0)
-                row[name] = stats.get(f"{prefix}:wins", 0) / games if games else None
-            arms.append(row)
+                row[name] = stats.get(f"{prefix}:wins", 0) / games if games and not hidden else None
+            arms.append({**row, "wins": None} if hidden else row)
         latest = sorted(participants, key=lambda p: -p["last_seen"])[:LATEST_SHOWN]
         for p in latest:
             p["quality"] = _quality(p)
         effort = Counter(f for p in latest for f in p["quality"]["flags"].split("+") if f)
-        rows.append({"study": study.to_dict(), "status": status, "arms": arms,
+        rows.append({"study": study.to_dict(), "status": status, "arms": arms, "outcomes_hidden": hidden,
                      "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
                      "participants": latest, "effort": dict(sorted(effort.items())),
                      "bound_elsewhere": bound_elsewhere(s.store, study.study_id),

@@ -179,3 +179,17 @@ def test_the_exported_studies_table_carries_the_registration(app):
     assert json.loads(row["preregistration"]) == config["preregistration"]
     assert json.loads(row["config"])["arms"] == ["none", "both"] and pd.isna(studies.loc["real", "preregistration"])
     assert StudyConfig.from_dict(json.loads(row["config"])).preregistration == config["preregistration"]
+
+
+def test_a_registered_studys_outcomes_are_hidden_from_the_console_until_its_planned_n(app):
+    from game.preregistration import outcomes_hidden
+
+    config = registered({**STUDY, "study_id": "hidden"}, PLAN)              # planned 20
+    assert create(app, config).status_code == 302
+    page = app.test_client().get("/admin?token=test-admin").get_data(as_text=True)
+    section = page[page.index('id="study-hidden"'):]
+    assert "Outcomes hidden: the study is pre-registered" in section
+    assert "planned 20 participants have finished (0 so far)" in section
+    study = StudyConfig.from_dict(config)
+    assert outcomes_hidden(study, 19) and outcomes_hidden(study, 20) is None           # shown once 20 have finished
+    assert outcomes_hidden(StudyConfig.from_dict({**STUDY, "study_id": "free"}), 0) is None   # not registered
