@@ -620,6 +620,12 @@ def _caption6(report: dict) -> str:
     return f"{base} {_scoped(report, 'rating_histograms', 'rating histograms', details)}"
 
 
+# Figs. 7-9 group games by something nobody randomized, observed after the explanation was seen: what they show
+# is an association, never an effect of explanations (issue 43).
+ASSOCIATION = ("Association, not effect: {what} is not randomized ({why}), so the points show which games went "
+               "with which {short}, not what explanations cause.")
+
+
 def _caption7(report: dict) -> str:
     key = "by_helpfulness"
     base = ("Fig. 7. Win rate by the helpfulness rating the player gave a round with explanations, overall and per "
@@ -628,7 +634,9 @@ def _caption7(report: dict) -> str:
             f"(under its axis): {_method(report, key, 'trend_test', 'participant-clustered logistic regression')}. "
             f"A point marked * differs from the baseline at {SIGNIFICANT:.0%} by "
             f"{_method(report, key, 'test_vs_baseline', TEST_VS_BASELINE)}. The label on each point is the number of "
-            "ratings behind it.")
+            "ratings behind it. " + ASSOCIATION.format(
+                what="the helpfulness rating", short="ratings",
+                why="the player gives it after seeing the round, knowing how the game is going"))
 
     def details(section: dict) -> str:
         points = section.get("points") or {}
@@ -646,7 +654,9 @@ def _caption8(report: dict) -> str:
             "Spearman's rho with its p-value (ratings as independent) and the trend, "
             f"{_method(report, key, 'trend_test', 'the slope with its participant-bootstrap interval')}; in the last "
             "panel the test of difficulty x explanations (participant-clustered logistic regression). The label on "
-            "each point is the number of ratings (games, in the last panel) behind it.")
+            "each point is the number of ratings (games, in the last panel) behind it. " + ASSOCIATION.format(
+                what="the helpfulness rating, like winning or losing", short="ratings",
+                why="the player gives the rating after seeing the round; wins follow play"))
 
     def details(section: dict) -> str:
         return (f"Ratings per point: {_points_n(section.get('points') or {}, 'n')}. "
@@ -674,7 +684,9 @@ def _caption9(report: dict) -> str:
             f"{_method(report, key, 'trend_test', 'participant-clustered logistic regression')}. An overall point "
             f"marked * differs from the baseline at {SIGNIFICANT:.0%} by "
             f"{_method(report, key, 'test_vs_baseline', TEST_VS_BASELINE)}. The label on each point is the number of "
-            "explanations behind it.")
+            "explanations behind it. " + ASSOCIATION.format(
+                what="an explanation's correctness", short="grades",
+                why="it follows from the agent's answer on that round's question and images"))
 
     def details(section: dict) -> str:
         parts = []

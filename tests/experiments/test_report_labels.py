@@ -174,3 +174,13 @@ def assert_legends_clear(figure) -> int:
 def test_fig9_legend_covers_no_data(rated_report):
     assert assert_legends_clear(fig9_win_by_correctness(extreme_correctness())) == 2
     assert assert_legends_clear(fig9_win_by_correctness(rated_report)) == 2
+
+
+def test_figs_7_to_9_are_captioned_as_associations_not_effects(rated_report):
+    """They group games by a rating or grade nobody randomized, observed after the explanation was seen."""
+    from experiments.analysis.figures import caption
+
+    for name in ("fig7_win_by_helpfulness", "fig8_difficulty_by_rating", "fig9_win_by_correctness"):
+        assert "Association, not effect:" in caption(name, rated_report), name
+    for name in ("fig5_adoption", "fig6_ratings", "fig10_answer_correctness"):
+        assert "Association, not effect" not in caption(name, rated_report), name
