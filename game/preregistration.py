@@ -43,8 +43,8 @@ KEYS = PLAN_KEYS + ("registered", "fields", "sha256")
 # (no rule of the experiment), and the arm assignment's seed (drawn by the server when the study is created,
 # recorded in the event log), beside the plan.
 NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirect_url", "title", "seed")
-# The level and sidedness of every test the report prints (experiments/analysis/stats.py ALPHA): frozen with the
-# plan, so that a report made under other ones shows as a deviation.
+# The level and sidedness of every test the report prints (experiments/analysis/stats.py takes its ALPHA from
+# here): frozen with the plan.
 ANALYSIS = {"alpha": 0.05, "sides": "two-sided"}
 # What the first documents froze (exag-preregistration/1, no `registered`): studies registered so are still
 # verified as they were registered.

@@ -32,9 +32,11 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from statsmodels.stats.weightstats import DescrStatsW
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
+from game.preregistration import ANALYSIS
+
 from .wild_bootstrap import MIN_CLUSTERS, SIGNIFICANT_FROM, too_few, wild_cluster_test
 
-ALPHA = 0.05
+ALPHA = ANALYSIS["alpha"]       # the level a pre-registration freezes (game/preregistration.py)
 MAX_LOG_ODDS = 15.0       # a fitted log odds ratio beyond this means (quasi-)perfect separation
 Z_TEST = "two-proportion z-test (statsmodels proportions_ztest), games as independent"
 UNCALIBRATED_Z = ("z-test: the paper's two-proportion z-test, games as independent; it does not keep its level "
