@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.metadata
 import json
 import subprocess
@@ -120,6 +121,7 @@ def refuse_unregistrable(study: StudyConfig, primary: str, study_path: Path) -> 
                          f"({', '.join(BETWEEN_ARMS)})")
 
 
+@functools.lru_cache(maxsize=1)      # the analysis asks for each registered study; it stays for the process
 def exag_version() -> str:
     """The commit of the exag checkout that runs (with "+changes" when its files differ from it), else the
     installed package's version."""

@@ -10,7 +10,6 @@ outcomes: recruitment, balance of arms and orders, checks and quality flags, att
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from html import escape
 
@@ -21,6 +20,7 @@ from game.export import tables
 from .data import AnalysisError, Tables
 from .figures import draw_figures
 from .html import render_html
+from .preregistered import registered_plans
 from .report import analyze
 
 REFRESH_S = 60      # the page reloads itself this often
@@ -34,8 +34,8 @@ def live_report(events: list[dict], study_id: str) -> str:
     pre-registered study before its planned N shows the monitoring page instead (no outcome)."""
     source = f"the live event log (study {study_id})"
     frames = tables(events)
-    plan = registered_plan(frames["studies"], study_id)
-    if plan is not None:
+    plan = registered_plans(frames["studies"]).get(study_id)
+    if plan is not None and isinstance(plan.get("planned_n"), int):
         finished = _finished(frames["participants"], study_id)
         if finished < plan["planned_n"]:
             return monitoring_page(frames["participants"], study_id, plan, finished)
@@ -53,19 +53,6 @@ def live_report(events: list[dict], study_id: str) -> str:
                            refresh_s=REFRESH_S)
 
 
-def registered_plan(studies: pd.DataFrame, study_id: str) -> dict | None:
-    """The study's registered plan (with its sha256 and planned_n) from the studies table, else None."""
-    rows = studies[studies["study"] == study_id] if not studies.empty else studies
-    for text in rows.get("preregistration", []):
-        try:
-            plan = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            plan = None
-        if isinstance(plan, dict) and plan.get("sha256") and isinstance(plan.get("planned_n"), int):
-            return plan
-    return None
-
-
 def _finished(participants: pd.DataFrame, study_id: str) -> int:
     if participants.empty or "finished" not in participants.columns:
         return 0
@@ -78,8 +65,7 @@ def monitoring_page(participants: pd.DataFrame, study_id: str, plan: dict, finis
     mine = participants[participants["study"] == study_id] if not participants.empty else participants
     rows = []
     if not mine.empty:
-        mine = mine.assign(arm=mine["arm"].fillna("?"), order=mine.get("order", pd.Series(index=mine.index))
-                           .fillna("-"))
+        mine = mine.assign(arm=mine["arm"].fillna("?"), order=mine["order"].fillna("-"))
         for (arm, order), group in mine.groupby(["arm", "order"], sort=True):
             consented = int(group["consented"].notna().sum()) if "consented" in group else 0
             done = int(group["finished"].notna().sum())

@@ -38,7 +38,11 @@ SENSITIVITY = ("the pre-registered primary comparison on every participant, no e
 def registrations(tables: Tables) -> dict[str, dict]:
     """{study: its registered plan} for the studies in `tables` that were pre-registered (a plan with its
     sha256 in the `studies` table); a row that is not such a plan counts as not pre-registered."""
-    studies = tables.studies
+    return registered_plans(tables.studies)
+
+
+def registered_plans(studies) -> dict[str, dict]:
+    """registrations() of an export's `studies` table (a DataFrame) itself."""
     if studies.empty or "preregistration" not in studies.columns:
         return {}
     plans = {}
