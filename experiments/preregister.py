@@ -16,9 +16,10 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from game.preregistration import (ANALYSIS, BETWEEN_ARMS, NOT_FROZEN, PLAN_KEYS, PRIMARY_OUTCOME, document_bytes,
-                                  missing, primary_comparisons, registration, within_participant_primary)
-from game.quality import FAST_GAME_S, FLAGS, STRAIGHT_LINE_MIN_RATINGS
+from game.preregistration import (ANALYSIS, BETWEEN_ARMS, NOT_FROZEN, NOT_REGISTRABLE, OFFER_PRIMARIES, PLAN_KEYS,
+                                  PRIMARY_OUTCOME, document_bytes, missing, primary_comparisons, registration,
+                                  within_participant_primary)
+from game.quality import FAST_GAME_S, FAST_GAMES_MIN, FAST_GAMES_MIN_SHARE, FLAGS, STRAIGHT_LINE_MIN_RATINGS
 from game.study import StudyConfig, load_study
 from vqa_agent.checkpoints import checkpoint_fingerprint
 
@@ -35,9 +36,11 @@ OUT.json in STUDY's "preregistration" section. The plan is that section, written
     "exclusions": ["fast_games", "no_questions"]
   }}
 
-primary: the confirmatory test. Controlled studies: overall, overall_inc_none, net_of_practice, or one of the
-study's arms (its Table 1 row); the with-vs-without ones need "order": "counterbalanced". At-will studies:
-explanations_used. A study whose links may name the arm (choose_arm) cannot be registered. exclusions: quality flags of the export
+primary: the confirmatory test, one with claim "effect". Controlled studies: overall, net_of_practice, or one of
+the study's arms (its Table 1 effect test); the with-vs-without ones need "order": "counterbalanced". At-will
+studies: offer (the randomized offer's intention-to-treat effect) or offer_iv (the effect of use, the offer as
+instrument), both with "offer": "randomized"; explanations_used and overall_inc_none are associations and cannot
+be registered. A study whose links may name the arm (choose_arm) cannot be registered. exclusions: quality flags of the export
 ([] for none):
   {", ".join(FLAGS)}
 planned_n: --planned-n (or "planned_n" in the section); `exag simulate power --study STUDY ...` estimates
@@ -52,7 +55,11 @@ the registration (and its hash)."""
 # what each flag means, for the reader of the document (game/quality.py computes them)
 FLAG_MEANINGS = {
     "no_questions": "finished a game without asking a single question",
-    "fast_games": f"finished a game in under {FAST_GAME_S:g} s",
+    "fast_games": f"finished at least {FAST_GAMES_MIN} games, and at least {FAST_GAMES_MIN_SHARE:.0%} of their games, "
+                  f"in under {FAST_GAME_S:g} s each",
+    "comprehension_failed": "failed the comprehension check as many times as it allows",
+    "attention_failed": "answered an attention check wrong",
+    "colour_screen_failed": "read fewer colour-screen plates right than the study's rule",
     "straight_lined": f"gave the same helpfulness rating to every round ({STRAIGHT_LINE_MIN_RATINGS} ratings or more)",
 }
 
@@ -119,6 +126,11 @@ def refuse_unregistrable(study: StudyConfig, primary: str, study_path: Path) -> 
                          f"{'after' if study.order == 'abab' else 'before'} the others, so practice is part of that "
                          "difference: register \"order\": \"counterbalanced\", or a between-arm primary "
                          f"({', '.join(BETWEEN_ARMS)})")
+    if primary in NOT_REGISTRABLE:
+        raise ValueError(f"{study_path}: the primary test {primary!r} cannot be registered: {NOT_REGISTRABLE[primary]}")
+    if primary in OFFER_PRIMARIES and study.offer != "randomized":
+        raise ValueError(f"{study_path}: the primary test {primary!r} needs a randomized offer of explanations: "
+                         "add \"offer\": \"randomized\" to the study")
 
 
 @functools.lru_cache(maxsize=1)      # the analysis asks for each registered study; it stays for the process

@@ -161,6 +161,8 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
     elif kind == "game_start":
         games[game] = {"game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "session": e.get("session"),
                        "setting": e.get("setting"), "with_explanations": e.get("with_explanations"),
+                       # at-will studies that randomize the offer (game/offer.py): None elsewhere
+                       "offered": e.get("offered"),
                        "order": e.get("order"), "modes": "+".join(e.get("modes") or []), "difficulty": e.get("difficulty"),
                        "n_images": len(e.get("images") or []),
                        "secret_image": (e.get("world_images") or e["images"])[e["secret"]],

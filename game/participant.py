@@ -46,7 +46,7 @@ The model (docs/research.md §1, the ExAG game; every number is a ParticipantCon
 - Rating (before the outcome): how much the round sharpened the belief and, with explanations, how well
   they fit what the participant sees, plus noise.
 - Buying (at-will): in a share `buy_rate` of the rounds, while it can still afford another question
-  and is not yet sure.
+  and is not yet sure; never in a game whose study's randomized offer left explanations out (game/offer.py).
 - Guess: the most probable image once its probability reaches guess_confidence, when no question is
   left that could still leave points to win, or when the next question is not worth its point: a win
   scores the points left, so it asks only while the expected chance of its best guess after the answer,
@@ -73,6 +73,7 @@ from vqa_agent.world.scene import ATTRIBUTES, RELATIONS, Scene
 from .evidence import agreement, answer_on, facts_hold, matching, qa_coherence, question_of, words_hold
 from .perception import PerceptionErrors, perceive
 from .settings import RATINGS
+from .state import sells_explanations
 
 # The phrasings people type in a guessing game (the world's own, never a held-out one).
 PLAYER_PHRASINGS = {
@@ -278,7 +279,7 @@ class SimulatedParticipant:
         answer worth less, so it stops asking sooner; one that exposed a single wrong answer among good
         ones hardly changes what it expects."""
         explained = game.get("with_explanations") and not game.get("explanations_at_will")
-        share = 1.0 if explained else self.config.buy_rate if game.get("explanations_at_will") else 0.0
+        share = 1.0 if explained else self.config.buy_rate if sells_explanations(game) else 0.0
         if not self.recent_fits or self.config.explanation_weight == 0 or share == 0:
             return self.trust
         shifts = np.array(self.recent_fits) - EXPECTED_FIT
@@ -382,7 +383,7 @@ class SimulatedParticipant:
         it can still pay for another question afterwards and the answer has not already made it sure."""
         # buying follows buy_rate alone: a population assumed unaffected by explanations (weight 0, the null
         # of `exag simulate --null`) still buys them at will, so an at-will null has games that used them
-        if not game["explanations_at_will"] or self.config.buy_rate == 0:
+        if not sells_explanations(game) or self.config.buy_rate == 0:
             return False
         if game["points"] - game["explanation_cost"] - game["question_cost"] < 1:
             return False

@@ -3,7 +3,8 @@ player view), so bots, load tests and pilot simulations play through the real in
 
 `SimplePlayer` asks questions from templates a guessing-game player types ("is there a red cube?",
 "how many spheres are there?"), buys explanations in every other at-will round, rates at random and
-guesses at random: it exercises the system (costs, ratings, explanations, logging), not strategy.
+guesses at random: it exercises the system (costs, ratings, explanations, logging), not strategy. Neither
+player tries to buy explanations in a game whose study's randomized offer left them out (game/offer.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .settings import RATINGS
+from .state import sells_explanations
 
 COLORS = ("gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow")
 SHAPES = ("cube", "sphere", "cylinder")
@@ -40,7 +42,7 @@ class SimplePlayer:
             and game["points"] > game["question_cost"]
 
     def wants_explanations(self, game: dict) -> bool:
-        return bool(game["explanations_at_will"] and self.buy_every and len(game["rounds"]) % self.buy_every == 1
+        return bool(sells_explanations(game) and self.buy_every and len(game["rounds"]) % self.buy_every == 1
                     and game["points"] >= game["explanation_cost"] + game["question_cost"])
 
     def rating(self) -> str:
@@ -66,7 +68,7 @@ class LoadPlayer(SimplePlayer):
 
     def wants_explanations(self, game: dict) -> bool:
         """Asked once after each answer (the game's last round is the one just answered)."""
-        if not game["explanations_at_will"] or not self.buy_every:
+        if not sells_explanations(game) or not self.buy_every:
             return False
         self.at_will_rounds += 1
         return (self.at_will_rounds - 1) % self.buy_every == self.buy_offset \

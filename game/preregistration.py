@@ -43,6 +43,10 @@ KEYS = PLAN_KEYS + ("registered", "fields", "sha256")
 # (no rule of the experiment), and the arm assignment's seed (drawn by the server when the study is created,
 # recorded in the event log), beside the plan.
 NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirect_url", "title", "seed")
+# Fields StudyConfig gained after this format, with the value every study had before them: frozen like any other,
+# but left out of the document at that value, so that a study registered before the field existed still matches
+# its hash (and the field is named as changed once it takes another value).
+ADDED_SINCE = {"offer": "always"}
 # The level and sidedness of every test the report prints (experiments/analysis/stats.py takes its ALPHA from
 # here): frozen with the plan.
 ANALYSIS = {"alpha": 0.05, "sides": "two-sided"}
@@ -55,25 +59,54 @@ PRIMARY_OUTCOME = "the win: a game's right guess with points left (games.won in 
 # its arms: that arm's Table 1 row); experiments/analysis/preregistered.py finds each in the report.
 PRIMARY = {
     "controlled": {
-        "overall": "Table 1, row 'overall': win rate with vs without explanations (the blocks each participant's "
-                   "order shows them in vs the others) in the arms that show explanations; participant-clustered "
-                   "test (p_value_clustered)",
-        "overall_inc_none": "Table 1, row 'overall_inc_none': as 'overall', with the arms without explanations "
-                            "in the without side and the baseline; participant-clustered test (p_value_clustered)",
+        "overall": "Table 1, row 'overall', its effect test (`effect`): the win on showing explanations with a fixed "
+                   "effect per participant and per block (OLS, wild cluster bootstrap over participants) in the arms "
+                   "that show explanations, the arms without anchoring the block effects; needs a counterbalanced order",
+        "overall_inc_none": "Table 1, row 'overall_inc_none': with-explanation games of the explanation arms against "
+                            "every arm's other games; randomization test of the explanation arms (exact under no effect "
+                            "on any game only: an association, no longer registrable)",
         "net_of_practice": "the explanation effect net of practice: each participant's with-block minus other-block "
-                           "difference, arms with explanations vs arms without (participant randomization test)",
+                           "difference, arms with explanations vs arms without (studentized participant randomization "
+                           "test)",
     },
     "at-will": {
-        "explanations_used": "win rate of games that used explanations vs games that did not; "
-                             "participant-clustered test (p_value_clustered)",
+        "explanations_used": "win rate of games that used explanations vs games that did not; participant-clustered "
+                             "test (an association: players choose when to buy; no longer registrable)",
+        "offer": "the randomized offer's intention-to-treat effect: each participant's win rate in games that offered "
+                 "explanations minus games that did not (paired sign-flip test over participants); needs "
+                 "\"offer\": \"randomized\"",
+        "offer_iv": "the effect of using explanations with the randomized offer as instrument (the intention-to-treat "
+                    "difference over the difference in use; its test is the intention-to-treat one); needs "
+                    "\"offer\": \"randomized\"",
     },
 }
+# Primaries whose test is an association (the design does not randomize the contrast, or its test holds only under
+# the sharp null): studies registered with them before are still read and analysed; new ones cannot name them.
+NOT_REGISTRABLE = {
+    "overall_inc_none": "it mixes a change of arm with a change of block, and its randomization test holds its level "
+                        "only when explanations change no game at all (docs/results.md); register overall (with a "
+                        "counterbalanced order) or net_of_practice",
+    "explanations_used": "it is an association: the players choose which games to buy explanations in, and what moves "
+                         "that choice also moves winning; randomize the offer (\"offer\": \"randomized\") and register "
+                         "offer or offer_iv",
+}
+OFFER_PRIMARIES = ("offer", "offer_iv")
+# The name of each primary's test in the report's list of tests (experiments/analysis/claims.py); an arm's row is
+# "table1.<arm>"
+TEST_NAMES = {"overall": "table1.overall", "overall_inc_none": "table1.overall_inc_none.relabel",
+              "net_of_practice": "net_of_practice", "explanations_used": "at_will.explanations_used",
+              "offer": "at_will.offer", "offer_iv": "at_will.offer_iv"}
 ARM_ROW = "Table 1, row '{arm}': win rate with vs without explanations in that arm; participant-clustered test"
 
 
 # Primary tests that compare a participant's games with and without explanations: a fixed order (abab, baba)
 # plays every participant's with-games later (or earlier) than the others, so practice is in the comparison.
 BETWEEN_ARMS = ("net_of_practice",)
+
+
+def test_name(primary: str) -> str:
+    """The registered primary's entry in the report's list of tests (the one tagged primary)."""
+    return TEST_NAMES.get(primary, f"table1.{primary}")
 
 
 def within_participant_primary(kind: str, primary: str) -> bool:
@@ -164,8 +197,10 @@ def outcomes_hidden(study: "StudyConfig", finished: int) -> str | None:
 
 
 def frozen(study: "StudyConfig") -> dict:
-    """The study's fields the document freezes (all but NOT_FROZEN), as JSON data."""
-    return {k: v for k, v in json.loads(json.dumps(study.to_dict())).items() if k not in NOT_FROZEN}
+    """The study's fields the document freezes (all but NOT_FROZEN, and those of ADDED_SINCE at their old value),
+    as JSON data."""
+    return {k: v for k, v in json.loads(json.dumps(study.to_dict())).items()
+            if k not in NOT_FROZEN and (k not in ADDED_SINCE or v != ADDED_SINCE[k])}
 
 
 def field_hashes(study: "StudyConfig") -> dict[str, str]:

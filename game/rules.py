@@ -17,8 +17,14 @@ class RuleError(ValueError):
     """A move the rules do not allow now; the message says why, for the player."""
 
 
+NOT_OFFERED = "Explanations are not available in this game."
+
+
 def new_game(game_id: str, participant: str, settings: GameSettings, images: list[int], tokens: list[str],
-             secret: int, difficulty: float, with_explanations: bool) -> tuple[GameState, dict]:
+             secret: int, difficulty: float, with_explanations: bool,
+             offered: bool | None = None) -> tuple[GameState, dict]:
+    """offered: whether explanations can be bought in this at-will game, where the study randomizes the offer
+    (game/offer.py; logged with the start, the export's `offered`); None where it does not."""
     if len(images) != settings.images or len(tokens) != settings.images:
         raise RuleError(f"a {settings.name} game has {settings.images} images, got {len(images)}")
     if len(set(tokens)) != len(tokens) or len(set(images)) != len(images):
@@ -26,9 +32,10 @@ def new_game(game_id: str, participant: str, settings: GameSettings, images: lis
     if not 0 <= secret < len(images):
         raise RuleError("the secret must be one of the images")
     state = GameState(game_id, participant, settings, tuple(images), tuple(tokens), secret, difficulty,
-                      with_explanations)
+                      with_explanations, offered)
     return state, {"type": "game_start", "images": list(images), "tokens": list(tokens), "secret": secret,
-                   "difficulty": difficulty, "setting": settings.name, "with_explanations": with_explanations}
+                   "difficulty": difficulty, "setting": settings.name, "with_explanations": with_explanations,
+                   **({} if offered is None else {"offered": offered})}
 
 
 def _expect(state: GameState, phase: str, doing: str) -> None:
@@ -66,6 +73,8 @@ def buy_explanations(state: GameState) -> tuple[GameState, dict]:
     """At-will: explanations for the current round, for explanation_cost more points."""
     if not state.settings.explanations_at_will:
         raise RuleError("explanations cannot be bought in this game")
+    if state.offered is False:              # the study's randomized offer left them out of this game
+        raise RuleError(NOT_OFFERED)
     if state.phase != RATING or not state.rounds:
         raise RuleError("ask a question first; explanations belong to a question's round")
     last = state.rounds[-1]

@@ -31,6 +31,8 @@ class GameState:
     secret: int                          # position of the secret in `images`
     difficulty: float                    # mean feature distance from the secret to the distractors
     with_explanations: bool              # controlled games: the arm's explanations are shown every round
+    offered: bool | None = None          # at-will games of a study that randomizes the offer (game/offer.py): whether
+                                         # explanations can be bought in this game; None: no such randomization
     rounds: tuple[Round, ...] = ()
     phase: str = ASKING
     guess: int | None = None
@@ -66,6 +68,12 @@ def questions_allowed(state: GameState) -> int:
     return max(left, 0)
 
 
+def sells_explanations(game: dict) -> bool:
+    """Whether a player view's game (`player_view`) lets the player buy explanations: an at-will game, unless its
+    study randomized the offer and this game was not offered (simulated players ask this before buying)."""
+    return bool(game.get("explanations_at_will")) and game.get("offered") is not False
+
+
 def player_view(state: GameState) -> dict:
     """Everything the player may see now: never the secret (nor anything that points to it) before the
     game is finished."""
@@ -73,7 +81,7 @@ def player_view(state: GameState) -> dict:
             "points": state.points, "start_points": state.settings.start_points,
             "question_cost": state.settings.question_cost, "explanation_cost": state.settings.explanation_cost,
             "explanations_at_will": state.settings.explanations_at_will,
-            "with_explanations": state.with_explanations, "phase": state.phase,
+            "with_explanations": state.with_explanations, "offered": state.offered, "phase": state.phase,
             "rounds": [{"question": r.question, "answer": r.answer, "explained": r.explained, "cost": r.cost,
                         "rating": r.rating} for r in state.rounds],
             "questions_left": state.settings.max_questions - len(state.rounds),

@@ -20,6 +20,8 @@ Optional, each its own module: "checks" (a comprehension check after the instruc
 between games, a colour-vision screen, demographics in the questionnaire: game/checks.py), "preregistration"
 (the rules fixed before data and their hash: game/preregistration.py, `exag preregister`) and
 "completion_codes": "per_participant" (a code only that participation could have earned: server/completion.py).
+An at-will study may randomize the offer of explanations ("offer": "randomized": available in a seeded random
+half of each participant's games, game/offer.py), so that the offer is a randomized contrast.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from vqa_agent.checkpoints import HF_CAPABILITIES, is_hf_agent
 from . import preregistration
 from .assignment import ORDERS, PLAYED
 from .checks import Checks, parse_checks
+from .offer import OFFERS
 from .settings import GameSettings, settings_named
 
 # Sham modes, for sanity checks (explainers/sham.py): each image shows a real explainer's output for another
@@ -90,6 +93,8 @@ class StudyConfig:
     seed: int | None = None      # of the arm assignment (game/assignment.py); None: the server draws one at creation
     checks: dict = field(default_factory=dict)   # participant checks as data (game/checks.py: comprehension,
                                  # colour screen, attention, demographics); {} = none
+    offer: str = "always"        # at-will: "always" (explanations can be bought in every game) or "randomized" (in a
+                                 # seeded random half of each participant's games: game/offer.py)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -113,6 +118,11 @@ class StudyConfig:
         preregistration.check(self)
         if self.order not in ORDERS:
             raise ValueError(f"order must be {', '.join(ORDERS[:-1])} or {ORDERS[-1]}, got {self.order!r}")
+        if self.offer not in OFFERS:
+            raise ValueError(f"offer must be {' or '.join(OFFERS)}, got {self.offer!r}"[:200])
+        if self.offer == "randomized" and self.kind != "at-will":
+            raise ValueError("offer: only at-will studies can randomize the offer of explanations (controlled studies "
+                             "randomize arms and blocks instead)")
         if self.seed is not None and (type(self.seed) is not int or self.seed < 0):
             raise ValueError(f"seed must be a non-negative integer (or absent: the server draws one), "
                              f"got {self.seed!r}")

@@ -11,6 +11,7 @@ import time
 
 from game import rules
 from game.image_sets import ImageSet, choose_image_set
+from game.offer import offered, participant_key
 from game.seeding import seeded_rng
 from game.settings import GameSettings
 from game.state import GameState, player_view
@@ -34,8 +35,9 @@ class GameStage(Participation):
         game_id, tokens = names[0], names[1:]
         order = participant.get("order") or "abab"      # a participant from before orders played abab
         shown = with_explanations(study, participant["arm"], number, order)
+        offer = offered(study, participant_key(participant.get("slot"), participant["pid"]), number)
         state, event = rules.new_game(game_id, participant["pid"], settings, list(chosen.images), tokens,
-                                      chosen.secret, chosen.difficulty, shown)
+                                      chosen.secret, chosen.difficulty, shown, offer)
         record = {"study": study.study_id, "pid": participant["pid"], "arm": participant["arm"], "game_number": number,
                   "session": number // study.games_per_session, "modes": list(explainers_of(study, participant["arm"])),
                   "nle": study.nle, "agent": study.agent, "started": time.time()}

@@ -222,7 +222,7 @@ class Play(CheckStages):
                                 "session": participant["game_number"] // study.games_per_session,
                                 "sessions": study.sessions},
                 "ratings": list(RATINGS),
-                "instructions": {"setting": self._setting_view(study), "modes": list(modes)},
+                "instructions": {"setting": self._setting_view(study), "modes": list(modes), "offer": study.offer},
                 "game": None, "questionnaire": QUESTIONNAIRE, "done": None}
         if participant["stage"] == GAME and participant.get("current_game"):
             current = participant["current_game"]

@@ -1,8 +1,24 @@
 """At-will studies (docs/research.md §1): do games that use explanations win more, and does use grow with play?
 
+The player decides when to buy explanations, so every comparison of games by use is an **association**: who
+buys, and when (uncertain, hard, long games), also predicts winning, and better players may buy more or less.
+Only a randomized offer makes an effect estimable (`offer` below).
+
 - explanations_used: a game used explanations when at least one of its rounds had them (bought);
   win rate of those games vs the games that never used them. The paper's test is a two-proportion
-  z-test (47% of 157 vs 28% of 49, p = 0.019); here it is next to the participant-clustered GEE.
+  z-test (47% of 157 vs 28% of 49, p = 0.019); here it is next to the participant-clustered GEE. An association.
+- within_participants: the same comparison within each participant (skill, which differs between players,
+  drops out): conditional logistic regression with the participant as the stratum (statsmodels
+  ConditionalLogit), adjusted for what is known when a player decides (the game's place in their play and
+  its set difficulty), and the paired test over participants who played both ways, with the shares who never
+  and always bought. Still an association: within a player, which games they buy in is chosen.
+- offer (a study with `offer: "randomized"`, game/study.py): explanations were available in a seeded random
+  half of each participant's games. Intention to treat: each participant's win rate in offered minus
+  not-offered games, averaged over participants, with the paired sign-flip test (the offer is randomized
+  within participants, so practice and skill are balanced by design): an **effect** of offering. The
+  effect of use, with the offer as instrument (Wald: the intention-to-treat difference over the difference in
+  use; the effect among those the offer moves to buy), has the same test (Anderson-Rubin: no effect of use
+  means no effect of the offer) and a participant-bootstrap interval.
 - adoption (Fig. 5): the share of games using explanations by play index (a participant's 1st, 2nd, ...
   game); and the paper's halves: all games ordered by play index (ties by start time), the first half
   by count vs the rest (the paper: 61.2% vs 91.3%, N = 103 each, p < 1e-5), z-test and clustered GEE,
@@ -11,10 +27,28 @@
 """
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pandas as pd
+from statsmodels.discrete.conditional_models import ConditionalLogit
+from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
 from .frames import AT_WILL, Frames
-from .stats import compare_rates, logit_clustered, mean_ci, rate, rate_of
+from .stats import ALPHA, MAX_LOG_ODDS, compare_rates, logit_clustered, mean_ci, mean_test, odds_ratio, rate, rate_of
+
+SELF_SELECTED = ("an association, not an effect: the player chose which games to buy explanations in, and what "
+                 "moves that choice (skill, uncertainty, hard sets, long games) also moves winning")
+CONDITIONAL = ("conditional logistic regression of the win on use, the game's place in the participant's play and "
+               "its set difficulty, the participant as the stratum (statsmodels ConditionalLogit; Wald test): only "
+               "participants who both won and lost, in games with and without explanations, inform it")
+ITT = ("intention to treat: each participant's win rate in games where explanations were offered minus those where "
+       "they were not, averaged over participants; ")
+IV = ("the effect of using explanations, the randomized offer as instrument (Wald estimator: the intention-to-treat "
+      "difference in win rate over the difference in the share of games that used explanations; the effect among "
+      "players the offer moves to buy); p-value: the intention-to-treat test (Anderson-Rubin); interval: "
+      "{draws:,} participant-bootstrap replicates (seed 0), percentile")
+IV_DRAWS = 2_000
 
 RESULT_KEYS = ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test", "p_value_clustered",
                "test_clustered", "n_participants")
@@ -28,8 +62,76 @@ def explanations_used(games: pd.DataFrame) -> dict:
     known = games[games["used"].notna()]
     result = compare_rates(known["won"], known["used"], known["cluster"])
     return {"with": _with_score(known[known["used"] == 1]), "without": _with_score(known[known["used"] == 0]),
-            "overall": _with_score(games), **{k: result[k] for k in RESULT_KEYS},
-            **({"note": result["note"]} if "note" in result else {})}
+            "overall": _with_score(games), **{k: result[k] for k in RESULT_KEYS}, "claim": "association",
+            "statement": SELF_SELECTED, **({"note": result["note"]} if "note" in result else {})}
+
+
+def within_participants(games: pd.DataFrame) -> dict:
+    """The use-vs-no-use comparison within participants (module doc): conditional logit, adjusted, and the
+    paired test, with who never and always bought."""
+    known = games[games["used"].notna()]
+    share = known.groupby("cluster")["used"].mean()
+    buying = {"participants": int(len(share)), "never_bought": int((share == 0).sum()),
+              "always_bought": int((share == 1).sum()), "both": int(((share > 0) & (share < 1)).sum())}
+    means = known.groupby(["cluster", "used"])["won"].mean().unstack("used")
+    paired = mean_test((means[1.0] - means[0.0]).dropna()) if {0.0, 1.0} <= set(means.columns) else \
+        {"mean": None, "ci": None, "p_value": None, "note": "no participant played games both with and without"}
+    covariates = [c for c in ("play", "difficulty") if c in known and known[c].notna().any()]
+    data = known.dropna(subset=["won", *covariates])
+    out = {"odds_ratio": None, "odds_ratio_ci": None, "p_value": None, "method": CONDITIONAL,
+           "adjusted_for": covariates, "buying": buying, "claim": "association", "statement": SELF_SELECTED,
+           "paired": {**{k: paired.get(k) for k in ("mean", "ci", "p_value", "test")}, "n": paired.get("n"),
+                      **({"note": paired["note"]} if "note" in paired else {})}}
+    informative = data.groupby("cluster").filter(lambda g: g["won"].nunique() == 2 and g["used"].nunique() == 2)
+    if informative["cluster"].nunique() < 2:
+        return {**out, "note": "fewer than 2 participants both won and lost, with and without explanations"}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fitted = ConditionalLogit(informative["won"].to_numpy(float),
+                                      informative[["used", *covariates]].to_numpy(float),
+                                      groups=pd.factorize(informative["cluster"])[0]).fit(disp=0)
+            coef, p = float(fitted.params[0]), float(fitted.pvalues[0])
+            low, high = (float(x) for x in fitted.conf_int(alpha=ALPHA)[0])
+        except (PerfectSeparationError, np.linalg.LinAlgError, ValueError):
+            return {**out, "note": "the conditional logit could not be fitted (separation)"}
+    if not np.isfinite([coef, p]).all() or abs(coef) > MAX_LOG_ODDS:
+        return {**out, "note": "the conditional logit ran away (separation)"}
+    return {**out, **odds_ratio(coef, low, high), "p_value": p,
+            "n_participants": int(informative["cluster"].nunique())}
+
+
+def offer(games: pd.DataFrame) -> dict:
+    """The randomized offer's intention-to-treat and instrumented effects (module doc)."""
+    known = games[games["offered"].notna() & games["used"].notna()]
+    per = known.groupby(["cluster", "offered"]).agg(won=("won", "mean"), used=("used", "mean")).unstack("offered")
+    if not {0.0, 1.0} <= set(per["won"].columns if not per.empty else []):
+        return {"missing": "no participant played games both with and without the offer"}
+    per = per.dropna()
+    won = (per[("won", 1.0)] - per[("won", 0.0)]).to_numpy()
+    used = (per[("used", 1.0)] - per[("used", 0.0)]).to_numpy()
+    itt, uptake = mean_test(won), mean_ci(used)
+    out = {"n_participants": int(len(per)),
+           "offered": _with_score(known[known["offered"] == 1]), "not_offered": _with_score(known[known["offered"] == 0]),
+           "uptake": {"share_used_offered": _mean(known.loc[known["offered"] == 1, "used"]),
+                      "share_used_not_offered": _mean(known.loc[known["offered"] == 0, "used"]),
+                      "difference": uptake["mean"], "difference_ci": uptake["ci"]},
+           "itt": {"win_rate": itt["mean"], "win_rate_ci": itt["ci"], "p_value": itt["p_value"],
+                   "test": ITT + itt["test"], "claim": "effect", **({"note": itt["note"]} if "note" in itt else {})}}
+    iv = {"win_rate": None, "win_rate_ci": None, "p_value": itt["p_value"], "test": IV.format(draws=IV_DRAWS),
+          "claim": "effect"}
+    if uptake["mean"] is None or abs(uptake["mean"]) < 0.05:
+        return {**out, "iv": {**iv, "note": "the offer hardly changed use (uptake difference under 5 points): the "
+                                            "instrument is too weak for an estimate; the intention-to-treat test stands"}}
+    draws = np.random.default_rng(0).integers(0, len(won), (IV_DRAWS, len(won)))
+    numerator, denominator = won[draws].mean(1), used[draws].mean(1)
+    ratios = np.divide(numerator, denominator, out=np.full(IV_DRAWS, np.nan), where=np.abs(denominator) > 1e-9)
+    low, high = np.nanpercentile(ratios, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    return {**out, "iv": {**iv, "win_rate": float(won.mean() / used.mean()), "win_rate_ci": [float(low), float(high)]}}
+
+
+def _mean(values: pd.Series) -> float | None:
+    return float(values.mean()) if len(values) else None
 
 
 def adoption(games: pd.DataFrame) -> dict:
@@ -61,5 +163,8 @@ def at_will(frames: Frames) -> dict:
     if games["used"].isna().all():
         return {"missing": "no rounds table: which games used explanations is unknown",
                 "studies": sorted(games["study"].unique().tolist())}
-    return {"studies": sorted(games["study"].unique().tolist()), "explanations_used": explanations_used(games),
-            "adoption": adoption(games)}
+    out = {"studies": sorted(games["study"].unique().tolist()), "explanations_used": explanations_used(games),
+           "within_participants": within_participants(games), "adoption": adoption(games)}
+    if "offered" in games and games["offered"].notna().any():
+        out["offer"] = offer(games)
+    return out

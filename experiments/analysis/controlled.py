@@ -46,7 +46,8 @@ import pandas as pd
 
 from .frames import CONTROLLED, Frames, arms_of, sham, starts_with, with_block
 from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, join_notes, mean_ci, mean_test, rate,
-                    rate_of, relabel_test)
+                    rate_of, relabel_test, studentized_relabel_test)
+from .wild_bootstrap import wild_cluster_test
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
 PAIRED = ("paired test over participants of their own with- minus no-explanation win rate: "
@@ -82,6 +83,45 @@ CONFOUNDED = ("every participant of the explanation arms played the same order (
               "\"counterbalanced\" separates them")
 
 
+CROSSOVER = ("the effect of showing explanations as the counterbalanced design randomized it: OLS of the win on "
+             "showing explanations with a fixed effect per participant (their skill) and per block (practice), over "
+             "this row's participants and those of the arms without explanations, who anchor the block effects; "
+             "each participant is their own control, and half of each arm play explanations first, so practice and "
+             "dropout after a block fall on both sides")
+NOT_CROSSOVER = ("not offered: every participant of this row played the same order ({order}), so a with- minus "
+                 "no-explanation difference is also a later- minus earlier-block difference (practice); only a "
+                 "counterbalanced study (order \"counterbalanced\") separates the two (net_of_practice compares the "
+                 "arms instead). The paired test of improvement_within_participants is printed as an association")
+
+
+def crossover(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
+    """The row's registrable effect test (CROSSOVER): won ~ shows + block + participant, OLS, the shows
+    coefficient's p-value and interval from the wild cluster bootstrap over participants (wild_bootstrap.py),
+    on these games and `anchor`'s (the arms without explanations). Not offered, with why, under one order."""
+    known, anchor = games[games["block"].notna()], anchor[anchor["block"].notna()]
+    out = {"win_rate": None, "win_rate_ci": None, "score": None, "score_ci": None, "p_value": None,
+           "claim": "effect", "definition": CROSSOVER, "test": "none", "n_participants": 0,
+           "by_order": {"abab": 0, "baba": 0}}
+    both_ways = own_difference(known, with_block(known)).index
+    if both_ways.empty:
+        return {**out, "note": "no participant played blocks both with and without explanations"}
+    later = ~starts_with(known).groupby(known["cluster"]).first().reindex(both_ways).astype(bool)   # abab: with later
+    out.update(by_order={"abab": int(later.sum()), "baba": int((~later).sum())}, n_participants=int(len(later)))
+    if later.all() or not later.any():
+        return {**out, "note": NOT_CROSSOVER.format(order="abab" if later.all() else "baba")}
+    data = pd.concat([known, anchor])
+    design = pd.concat([data["shows"].astype(float), pd.get_dummies(data["block"], prefix="block", drop_first=True),
+                        pd.get_dummies(data["cluster"], prefix="participant")], axis=1).astype(float).to_numpy()
+    win = wild_cluster_test(data["won"].to_numpy(float), design, data["cluster"].to_numpy(), 0)
+    if isinstance(win, str):
+        return {**out, "note": win}
+    score = wild_cluster_test(data["score"].to_numpy(float), design, data["cluster"].to_numpy(), 0)
+    scored = {} if isinstance(score, str) else {"score": score.estimate,
+                                                "score_ci": list(score.ci) if score.ci else None}
+    return {**out, **scored, "win_rate": win.estimate, "win_rate_ci": list(win.ci) if win.ci else None,
+            "p_value": win.p_value, "test": win.method, "n_participants_model": win.n_clusters}
+
+
 def cell(games: pd.DataFrame) -> dict:
     """A Table 1 cell: mean score and win rate (with CIs), games and participants."""
     score = mean_ci(games["score"])
@@ -100,9 +140,11 @@ def _baseline(games: pd.DataFrame) -> pd.DataFrame:
     return games[(games["block"] == 1) & ~starts_with(games)]
 
 
-def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
+def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None, anchor: pd.DataFrame | None = None) -> dict:
     """One row of Table 1 over these games (one arm, or several pooled); `paper_baseline` is the
-    overall_inc_none row's group baseline cell (None when there is no such row)."""
+    overall_inc_none row's group baseline cell (None when there is no such row). The rows of arms that show
+    explanations carry the registrable effect test (`effect`, crossover(), its block effects anchored also by
+    `anchor`, the games of the arms without explanations); overall_inc_none, which mixes those arms in, does not."""
     with_expl, no_expl = games[games["shows"] == 1], games[(games["shows"] == 0) & _without_block(games)]
     baseline = _baseline(games)
     both = pd.concat([with_expl, no_expl])
@@ -117,6 +159,8 @@ def row(mode: str, games: pd.DataFrame, paper_baseline: dict | None) -> dict:
                             "odds_ratio": win["odds_ratio"], "odds_ratio_ci": win["odds_ratio_ci"],
                             "definition": IMPROVEMENT},
             "improvement_within_participants": within_participants(both),
+            **({"effect": crossover(games, games.iloc[0:0] if anchor is None else anchor)}
+               if mode != OVERALL_INC_NONE else {}),
             "improvement_over_baseline": {**{key: _minus(cells["with_expl"][key], cells["group_baseline"][key])
                                              for key in ("score", "win_rate")}, "definition": OVER_BASELINE},
             "p_value": win["p_value"], "test": win["test"], "p_value_clustered": win["p_value_clustered"],
@@ -184,10 +228,10 @@ def by_block(games: pd.DataFrame) -> list[dict]:
             for r in grouped.itertuples()]
 
 
-def own_difference(games: pd.DataFrame, flag: pd.Series) -> pd.Series:
-    """Each participant's own win rate where `flag` is 1 minus where it is 0 (participants who played both
-    ways only), indexed by participant: the paired unit of the tests over participants."""
-    rates = games.assign(flag=flag).groupby(["cluster", "flag"])["won"].mean().unstack("flag")
+def own_difference(games: pd.DataFrame, flag: pd.Series, outcome: str = "won") -> pd.Series:
+    """Each participant's own win rate (or mean `outcome`) where `flag` is 1 minus where it is 0 (participants who
+    played both ways only), indexed by participant: the paired unit of the tests over participants."""
+    rates = games.assign(flag=flag).groupby(["cluster", "flag"])[outcome].mean().unstack("flag")
     if not {0.0, 1.0} <= set(rates.columns):
         return pd.Series(dtype=float)
     return (rates[1.0] - rates[0.0]).dropna()
@@ -227,19 +271,18 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     exog = pd.DataFrame({"with_block": even, "explanation_arm": known["expl_arm"],
                          "explanations_shown": even * known["expl_arm"]})
     fitted = gee_logit(known["won"], exog, known["cluster"], "explanations_shown")
-    # the p-value: the arms were randomized over participants, so re-draw them (stats.relabel_test) on each
-    # participant's own with-block - other-block difference: exact at any size, where the model's bootstrap
-    # refused below 6 participants in an arm
+    # the p-value: the arms were randomized over participants, so re-draw them on each participant's own
+    # with-block - other-block difference, studentized: exact under no effect on any game at any size, and it keeps
+    # its level when effects differ between participants and the arms differ in size (1:3 with one control arm)
     own = own_difference(known, even)
-    difference = own.to_numpy()
     arm = known.groupby("cluster")["expl_arm"].max().reindex(own.index).to_numpy() == 1
-    tested = relabel_test(lambda group, rest: difference[group].mean(-1) - difference[rest].mean(-1), arm)
+    tested = studentized_relabel_test(own.to_numpy(), arm)
     note = join_notes(fitted.get("note"), tested.get("note"))
     return {"model": "won ~ with_block + explanation_arm + with_block:explanation_arm (with_block: a block that "
                      "shows explanations in the participant's order, even for abab, odd for baba)", **fitted,
-            "p_value": tested["p_value"],
+            "p_value": tested["p_value"], "difference": tested["difference"], "difference_ci": tested["difference_ci"],
             "test": "participants' own with-block minus other-block win rate, explanation arms vs the others: "
-                    + tested["test"],
+                    + tested["test"], "claim": "effect",
             **({"note": note} if note else {})}
 
 
@@ -254,7 +297,8 @@ def controlled(frames: Frames) -> dict:
     inc_none = games[~games["arm"].isin(sham_arms)] if real_arms or control_arms else None
     # the paper's one baseline for every row's "Overall Improv": the overall_inc_none row's block 1 (of abab)
     paper_baseline = cell(_baseline(inc_none)) if inc_none is not None else None
-    rows = [row(arm, games[games["arm"] == arm], paper_baseline) for arm in expl_arms]
+    anchor = games[games["arm"].isin(control_arms)]
+    rows = [row(arm, games[games["arm"] == arm], paper_baseline, anchor) for arm in expl_arms]
     notes = []
     if not expl_arms:
         notes.append("no arm shows explanations: Table 1 has no rows but overall_inc_none")
@@ -262,7 +306,7 @@ def controlled(frames: Frames) -> dict:
         notes.append("no arm shows real explanations: Table 1 has only the sham arms' rows (and overall_inc_none "
                      "when there is an arm without explanations)")
     else:
-        rows.append(row(OVERALL, games[games["arm"].isin(real_arms)], paper_baseline))
+        rows.append(row(OVERALL, games[games["arm"].isin(real_arms)], paper_baseline, anchor))
     if not control_arms:
         notes.append("no arm without explanations (WithoutExpl group): overall_inc_none equals overall")
     if sham_arms:
@@ -280,6 +324,24 @@ def controlled(frames: Frames) -> dict:
             "by_block": by_block(games), "control_group": control_group(games, control_arms),
             "net_of_practice": net_of_practice(games), "order": by_order(games[games["arm"].isin(real_arms)]),
             **({"notes": notes} if notes else {})}
+
+
+FIRST_PERIOD = ("the carryover check: block 1 only, participants who start with explanations (baba) minus those who "
+                "start without (abab), a contrast between randomized groups that no earlier block can have changed; "
+                "if it differs much from the crossover estimate (Table 1's effect), what a block leaves behind "
+                "(learning from explanations, fatigue) is in the with-minus-without difference")
+
+
+def first_period(games: pd.DataFrame) -> dict:
+    """FIRST_PERIOD: each participant's block-1 win rate, baba vs abab, by the studentized randomization test."""
+    first = games[games["block"] == 1]
+    rates = first.assign(starts=starts_with(first).astype(float)).groupby("cluster").agg(
+        won=("won", "mean"), starts=("starts", "first"))
+    tested = studentized_relabel_test(rates["won"].to_numpy(), rates["starts"].to_numpy() == 1)
+    return {"definition": FIRST_PERIOD, "win_rate": tested["difference"], "win_rate_ci": tested["difference_ci"],
+            "p_value": tested["p_value"], "test": tested["test"], "claim": "effect",
+            "n_participants": {"baba": tested["n_group"], "abab": tested["n_rest"]},
+            **({"note": tested["note"]} if "note" in tested else {})}
 
 
 def by_order(games: pd.DataFrame) -> dict:
@@ -309,6 +371,7 @@ def by_order(games: pd.DataFrame) -> dict:
     # the mean of the two orders' with - without differences: practice adds to one and takes from the other
     differences["mean_of_orders"] = float(np.mean(known)) if len(known) == 2 else None
     return {**out, "confounded": False, "cells": cells, "win_rate_difference": differences,
+            "first_period": first_period(games),
             "with_vs_without": gee_logit(games["won"], exog, games["cluster"], "shows"),
             "order_effect": gee_logit(games["won"], exog, games["cluster"], "starts_with_explanations"),
             "interaction": gee_logit(games["won"], exog.assign(shows_x_starts_with=exog["shows"]

@@ -15,6 +15,8 @@ Definitions made once, here:
 - `shows`: the game showed explanations: in a controlled study, a with-block of an arm with
   explanation modes (`with_explanations` when the session is unknown); at-will, `used`;
 - `used`: one of the game's rounds had explanations (`rounds.explained`);
+- `offered` (at-will studies with a randomized offer): 1.0 where explanations could be bought in the game, 0.0
+  where the seeded draw withheld them, NaN elsewhere;
 - `play`: the game's place in its participant's games, 1-based (`game_number`, then start time);
 - `expl_arm`: the arm shows explanations (its modes, game/study.py; "none" does not);
 - `sham`: the arm shows a sham explanation (game/study.py SHAM_MODES: a real explainer's output for another
@@ -134,6 +136,8 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] | dict
     games["order"] = np.where(games["kind"] == CONTROLLED, order.where(order.isin(PLAYED), "abab"), None)
     games["starts_with"] = starts_with(games).astype(float)
     games["play"] = _play_index(games)
+    # at-will studies with a randomized offer (game/study.py `offer`): whether explanations could be bought
+    games["offered"] = games["offered"].astype(float) if "offered" in games.columns else np.nan
 
     rounds = tables.rounds[tables.rounds["game_id"].isin(set(games["game_id"]))].copy()
     rounds = rounds.merge(games[["game_id", "study", "cluster", "arm"]].rename(

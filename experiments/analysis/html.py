@@ -14,6 +14,7 @@ import datetime
 from html import escape
 from pathlib import Path
 
+from .claims import ASSOCIATION, EFFECT
 from .figures import FIGURES, caption, mode_name, scopes
 from .preregistered import describe
 from .stats import UNCALIBRATED_Z, join_notes
@@ -32,11 +33,14 @@ code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}su
 .tag{font-size:12px;font-weight:normal;padding:1px 6px;border-radius:3px;margin-left:.5em;vertical-align:middle}
 .tag.exploratory{background:#fff0d9;color:#8a5300}.tag.primary{background:#e3f4e3;color:#1d5e1d}
 .prereg{background:#f3f9f3;border:1px solid #b9dcb9;padding:.6em 1em;border-radius:4px}
+.claim{font-size:11px;padding:0 4px;border-radius:3px;white-space:nowrap}.claim.effect{background:#e3f4e3;color:#1d5e1d}
+.claim.association{background:#eee;color:#555}
 """
 DASH = "–"
 PAPER_IMPROVEMENT = "paper's improvement: with expl − overall-inc-none group baseline"
 TABLE1_HEADERS = ["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "with − without expl.",
-                  "within participants: mean of own with − without", "p (z-test*)", "p (clustered)", "participants"]
+                  "within participants: mean of own with − without", "effect of showing explanations [95% CI], p",
+                  "p (z-test*)", "p (clustered)", "participants"]
 
 
 # --- number formatting -------------------------------------------------------------------------------
@@ -61,16 +65,29 @@ def _ci(ci, percent: bool = True, digits: int = 1) -> str:
     return f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def _p(p) -> str:
+def _p_text(p) -> str:
     if not isinstance(p, (int, float)):
         return DASH
     return "< 0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
 
 
-def _p_is(p) -> str:
-    """'p = 0.012' or 'p < 0.0001'."""
-    text = _p(p)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
+def _claim(claim: str) -> str:
+    """The claim a p-value makes (claims.py), beside it: a randomized contrast's effect, or an association."""
+    return f' <span class="claim {_e(claim)}">{_e(claim)}</span>'
+
+
+def _p(p, claim: str = ASSOCIATION) -> str:
+    """'0.012 association': a p-value with what it claims (every p-value the page prints has its claim beside it;
+    only the tests claims.py lists as "effect" pass claim="effect")."""
+    text = _p_text(p)
+    return text if text == DASH else text + _claim(claim)
+
+
+def _p_is(p, claim: str = ASSOCIATION) -> str:
+    """'p = 0.012 association' or 'p < 0.0001 effect'."""
+    text = _p_text(p)
+    said = f"p {text}" if text.startswith("<") else f"p = {text}"
+    return said if text == DASH else said + _claim(claim)
 
 
 def _e(text) -> str:
@@ -137,8 +154,8 @@ def table1(controlled, paper: dict | None = None) -> str:
                      _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
                      _rate(r.get("group_baseline"), with_score=True), _paper_improvement(r.get("improvement_paper")),
                      _with_minus_without(r.get("improvement")),
-                     _within_participants(r.get("improvement_within_participants")), _p(r.get("p_value")),
-                     _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
+                     _within_participants(r.get("improvement_within_participants")), _effect(r.get("effect")),
+                     _p(r.get("p_value")), _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
     out = ("<p>Score / win rate [95% CI] (n games). Three improvements, each in points of score / percentage "
            "points of win rate: <b>the paper's improvement</b> (its “Overall Improv” column) is the row's "
            "with-explanations figure minus the group baseline of the “overall inc. no-expl. group” row, one "
@@ -149,7 +166,11 @@ def table1(controlled, paper: dict | None = None) -> str:
            "participant-clustered test of with vs without: the wild cluster bootstrap, and for the overall-inc.-no-expl. "
            "row, whose “with” games come from some participants only, the randomization test that re-draws "
            "which participants are in the explanation arms (report.json's test_clustered names each). "
-           f"* {_e(UNCALIBRATED_Z)}.</p>"
+           f"* {_e(UNCALIBRATED_Z)}. <b>Effect of showing explanations</b>: the one test per row whose claim is an "
+           "effect (the registrable primary): the win on showing explanations with a fixed effect per participant "
+           "and per block, wild cluster bootstrap over participants; offered only when both orders were played "
+           "(counterbalanced), since under one order showing explanations and practice coincide. Every other "
+           "p-value on this page is labelled an association: it compares games pooled, or games the player chose.</p>"
            + _table(TABLE1_HEADERS, body))
     extra = []
     group = (controlled or {}).get("control_group") or {}
@@ -160,10 +181,13 @@ def table1(controlled, paper: dict | None = None) -> str:
                      f"{_p_is(group.get('p_value'))} (clustered {_p(group.get('p_value_clustered'))}); the practice "
                      "effect the explanation arms' with − without difference has to beat.")
     net = (controlled or {}).get("net_of_practice") or {}
-    if isinstance(net, dict) and net.get("odds_ratio") is not None:
+    if isinstance(net, dict) and (net.get("odds_ratio") is not None or net.get("p_value") is not None):
         extra.append(f"Net of practice (<code>{_e(net.get('model'))}</code>, {_e(net.get('method'))}): odds ratio "
-                     f"{_num(net['odds_ratio'])}{_ci(net.get('odds_ratio_ci'), False, 2)}, {_p_is(net.get('p_value'))} "
-                     f"({_e(net.get('n_clusters'))} participants, {_e(net.get('n'))} games).")
+                     f"{_num(net.get('odds_ratio'))}{_ci(net.get('odds_ratio_ci'), False, 2)}; own with-block − other-block "
+                     f"win rate, explanation arms − the others {_signed(net.get('difference'), 1, 100)} pts"
+                     f"{_ci(net.get('difference_ci'))}, {_p_is(net.get('p_value'), EFFECT)} "
+                     f"({_e(net.get('n_clusters'))} participants, {_e(net.get('n'))} games)"
+                     f'<br><span class="muted small">{_e(net.get("test"))}</span>')
     elif isinstance(net, dict) and net.get("missing"):
         extra.append(f"Net of practice: {_e(net['missing'])}")
     order = _order((controlled or {}).get("order"))
@@ -182,6 +206,17 @@ def table1(controlled, paper: dict | None = None) -> str:
                 + _table(["mode", "with expl.", "no expl.", "group baseline", PAPER_IMPROVEMENT, "p"], p_body)
                 + "</details>")
     return out
+
+
+def _effect(effect) -> str:
+    """A Table 1 row's effect test (controlled.crossover): the estimate in points, its interval and p-value, or why
+    it is not offered."""
+    if not isinstance(effect, dict):
+        return DASH
+    if effect.get("p_value") is None and effect.get("win_rate") is None:
+        return f'<span class="muted small">{_e(effect.get("note") or "not computed")}</span>'
+    return (f"{_signed(effect.get('win_rate'), 1, 100)} pts{_ci(effect.get('win_rate_ci'))}<br>"
+            f"{_p_is(effect.get('p_value'), EFFECT)}{_note(effect.get('note'))}")
 
 
 def _gee(result: dict) -> str:
@@ -207,7 +242,16 @@ def _order(order) -> str:
             f"{_signed(difference.get('abab'), 1, 100)} pts starting without, "
             f"{_signed(difference.get('baba'), 1, 100)} pts starting with, mean {_signed(difference.get('mean_of_orders'), 1, 100)} pts); order effect "
             f"(starting with explanations): {_gee(order.get('order_effect'))}; interaction: "
-            f"{_gee(order.get('interaction'))}.")
+            f"{_gee(order.get('interaction'))}." + _first_period(order.get("first_period")))
+
+
+def _first_period(first) -> str:
+    """The carryover check (controlled.first_period): block 1, starting with vs without explanations."""
+    if not isinstance(first, dict):
+        return ""
+    return (f" Carryover check, block 1 only (starting with − without explanations, between randomized groups): "
+            f"{_signed(first.get('win_rate'), 1, 100)} pts{_ci(first.get('win_rate_ci'))}, "
+            f"{_p_is(first.get('p_value'), EFFECT)}{_note(first.get('note'))}.")
 
 
 def balance_section(design) -> str:
@@ -222,6 +266,109 @@ def balance_section(design) -> str:
         lines.append(f"Balance of arms over arrival time, study {_e(study)}: participants per arrival quarter "
                      f"{counts}; chi-square {_p_is(b.get('p_value'))}{note}.")
     return "".join(f'<p class="small">{x}</p>' for x in lines)
+
+
+def _flow_section(flow) -> str:
+    """Everyone who joined accounted for (flow.py): per study, and pooled where there are several, the flow by
+    arm x order, the attrition test, the bounds for the games never played, the flags and the sample by arm."""
+    if not isinstance(flow, dict) or not (flow.get("studies") or flow.get("notes")):
+        return ""
+
+    def small(html: str) -> str:
+        return f'<br><span class="muted small">{html}</span>' if html else ""
+
+    def by(counts: dict | None) -> str:
+        return ", ".join(f"{_e(k)} {_e(v)}" for k, v in (counts or {}).items())
+
+    def row(r: dict) -> list[str]:
+        after = "; ".join(f"after block {_e(b)}: {_e(n)}" for b, n in (r.get("dropped_after_block") or {}).items())
+        before, unknown = r.get("dropped_before_any_game"), r.get("dropped_block_unknown")
+        where = [f"before any game: {_e(before)}" if before else "", after,
+                 f"block unknown: {_e(unknown)}" if unknown else ""]
+        linked = r.get("arm_chosen_by_link") or 0
+        arm = f"<b>{_e(r.get('arm'))}</b>" if r.get("arm") == "all" else _e(r.get("arm"))
+        return [arm, _e(r.get("order") or DASH), _e(r.get("joined")), _e(r.get("not_consented")),
+                f"{_e(r.get('screened_out'))}{small(by(r.get('screened_out_by')))}",
+                f"{_e(r.get('dropped'))}{small('; '.join(w for w in where if w))}", _e(r.get("finished")),
+                f"{_e(r.get('excluded'))}{small(by(r.get('excluded_by')))}", _e(r.get("analysed")),
+                _e(r.get("finished_without_analysed_games")), _e(r.get("dropped_analysed")),
+                _e(r.get("refilled_slots")), f"<b>{linked}</b> (not randomized)" if linked else "0"]
+
+    def bounds(b: dict) -> str:
+        if not isinstance(b, dict) or b.get("missing"):
+            return f"Bounds for the games never played: {_e((b or {}).get('missing') or 'not computed')}."
+        lines = []
+        for kind, x in b.items():
+            def value(v, kind=kind) -> str:          # controlled: a difference of win rates; at-will: a win rate
+                return f"{_signed(v, 1, 100)} pts" if kind == "controlled" else _pct(v)
+            lines.append(f"Bounds for the games never played ({_e(kind.replace('_', '-'))}: {_e(x.get('measure'))}; "
+                         f"{_e(x.get('n_randomized'))} randomized participants, {_e(x.get('n_with_missing_games'))} "
+                         f"of them with {_e(x.get('missing_games'))} games never played): lower bound "
+                         f"{value(x.get('lower'))}, upper bound {value(x.get('upper'))}; observed "
+                         f"{value(x.get('observed'))} ({_e(x.get('n_observed'))} participants){_note(x.get('note'))}"
+                         f'<br><span class="muted small">{_e(x.get("definition"))}</span>')
+        return "<br>".join(lines)
+
+    def attrition(t: dict) -> str:
+        t = t or {}
+        table = "; ".join(f"{_e(arm)} {_e(c.get('finished'))} of {_e(c.get('finished', 0) + c.get('not_finished', 0))}"
+                          for arm, c in (t.get("table") or {}).items())
+        result = _p_is(t.get("p_value")) if t.get("p_value") is not None else "no test"
+        return (f"Differential attrition: finished by arm {table or DASH}; {result}{_note(t.get('note'))}"
+                f'<br><span class="muted small">{_e(t.get("test"))}</span>')
+
+    def flags(f: dict) -> str:
+        arms = (f or {}).get("arms") or {}
+        applied = set((f or {}).get("applied") or [])
+        names = [n for n in next(iter(arms.values()), {}).get("flags", {})
+                 if n in applied or any(a["flags"].get(n) for a in arms.values())]
+        if not names:
+            return '<p class="muted small">No quality flag raised.</p>'
+        headers = ["arm", "joined", *(f"{n} (excluded by)" if n in applied else n for n in names)]
+        return _table(headers, [[_e(arm), _e(a.get("participants")), *(_e(a["flags"].get(n, 0)) for n in names)]
+                                for arm, a in arms.items()])
+
+    def sample(smp: dict) -> str:
+        items, n = (smp or {}).get("items") or {}, (smp or {}).get("n") or {}
+        if not items:
+            return ""
+        rows = []
+        for key, item in items.items():
+            test = item.get("test") or {}
+            p = (_p_is(test.get("p_value")) if test.get("p_value") is not None else DASH) + _note(test.get("note"))
+            for i, category in enumerate(item.get("categories") or []):
+                cells = [f"{_e(item['counts'][arm].get(category, 0))} ({_pct(item['shares'][arm].get(category), 0)})"
+                         for arm in n]
+                rows.append([_e(key) if i == 0 else "", _e(category), *cells, p if i == 0 else ""])
+        return (f"<details><summary>Sample by arm (demographics of the analysed participants)</summary>"
+                f'<p class="muted small">{_e(smp.get("definition"))}</p>'
+                + _table(["item", "answer", *(f"{arm} (n={c})" for arm, c in n.items()), "chi-square (descriptive)"],
+                         rows, 2) + "</details>")
+
+    headers = ["arm", "order", "joined", "not consented", "screened out", "dropped", "finished", "excluded",
+               "analysed", "finished, no analysed game", "dropped, games analysed", "refilled slots",
+               "arm chosen by link"]
+    scopes = [(f"Study {study}", f) for study, f in (flow.get("studies") or {}).items()]
+    if flow.get("pooled"):
+        scopes.append(("All studies, pooled", flow["pooled"]))
+    out = ['<h3 id="flow">Participant flow: everyone who joined</h3>',
+           f'<p class="small">{_e(flow.get("definition"))}</p>']
+    for title, f in scopes:
+        if not isinstance(f, dict):
+            continue
+        adds = "" if f.get("adds_up", True) else ' <b>(the columns do not add up: please report this)</b>'
+        out += [f"<h4>{_e(title)}{adds}</h4>",
+                _table(headers, [row(r) for r in [*(f.get("rows") or []), f.get("total") or {}] if r], 2),
+                f'<p class="small">{attrition(f.get("attrition_test"))}</p>',
+                f'<p class="small">{bounds(f.get("bounds"))}</p>',
+                '<p class="small">Quality flags by arm (every participant who joined):</p>'
+                + flags(f.get("flags_by_arm")),
+                sample(f.get("sample"))]
+        if f.get("notes"):
+            out.append(notes_section(f["notes"]))
+    if flow.get("notes"):
+        out.append(notes_section(flow["notes"]))
+    return "\n".join(out)
 
 
 def _paper_improvement(imp) -> str:
@@ -269,7 +416,8 @@ def at_will_section(at_will) -> str:
                 f"<p>Difference {_pct(used.get('difference'))}{_ci(used.get('difference_ci'))}, odds ratio "
                 f"{_num(used.get('odds_ratio'))}{_ci(used.get('odds_ratio_ci'), False, 2)}; {_p_is(used.get('p_value'))} "
                 f"(the paper's z-test, games as independent: not calibrated), {_p(used.get('p_value_clustered'))} (participant-clustered; "
-                f"{_e(used.get('n_participants', DASH))} participants).</p>")
+                f"{_e(used.get('n_participants', DASH))} participants). <b>{_e(used.get('statement'))}.</b></p>")
+    out += _within_at_will(at_will.get("within_participants")) + _offer(at_will.get("offer"))
     adoption = at_will.get("adoption") or {}
     if _missing(adoption):
         out += _why(_missing(adoption))
@@ -283,6 +431,63 @@ def at_will_section(at_will) -> str:
                 f"{_ci(trend.get('odds_ratio_ci'), False, 3)}, {_p_is(trend.get('p_value'))}. "
                 f"<span class=\"muted small\">{_e(adoption.get('ordering'))}</span></p>")
     return out
+
+
+def _within_at_will(within) -> str:
+    """The use-vs-no-use comparison within participants (at_will.within_participants): an association too."""
+    if not isinstance(within, dict):
+        return ""
+    buying, paired = within.get("buying") or {}, within.get("paired") or {}
+    return (f"<h3>Within participants</h3><p>Conditional logit, adjusted for {_e(', '.join(within.get('adjusted_for') or []) or 'nothing')}: "
+            f"odds ratio of a win using explanations {_num(within.get('odds_ratio'))}"
+            f"{_ci(within.get('odds_ratio_ci'), False, 2)}, {_p_is(within.get('p_value'))}{_note(within.get('note'))}; "
+            f"paired over the {_e(buying.get('both', 0))} participants who played both ways: "
+            f"{_signed(paired.get('mean'), 1, 100)} pts{_ci(paired.get('ci'))}, {_p_is(paired.get('p_value'))}. "
+            f"Of {_e(buying.get('participants', 0))} participants, {_e(buying.get('never_bought', 0))} never bought "
+            f"explanations and {_e(buying.get('always_bought', 0))} always did. <b>{_e(within.get('statement'))}.</b>"
+            f'<br><span class="muted small">{_e(within.get("method"))}</span></p>')
+
+
+def _offer(offer) -> str:
+    """The randomized offer (at_will.offer): intention to treat and the instrumented effect of use, both effects."""
+    if not isinstance(offer, dict):
+        return ""
+    if offer.get("missing"):
+        return f"<h3>Randomized offer</h3>{_why(offer['missing'])}"
+    itt, iv, uptake = offer.get("itt") or {}, offer.get("iv") or {}, offer.get("uptake") or {}
+    rows = [[_e(label), _rate(offer.get(key))] for key, label in (("offered", "explanations offered"),
+                                                                  ("not_offered", "not offered"))]
+    return ("<h3>Randomized offer</h3>" + _table(["games", "win rate [95% CI] (n)"], rows)
+            + f"<p>Use of explanations: {_pct(uptake.get('share_used_offered'))} of offered games, "
+              f"{_pct(uptake.get('share_used_not_offered'))} of the others. Intention to treat (offered − not "
+              f"offered, mean over {_e(offer.get('n_participants'))} participants): {_signed(itt.get('win_rate'), 1, 100)} pts"
+              f"{_ci(itt.get('win_rate_ci'))}, {_p_is(itt.get('p_value'), EFFECT)}{_note(itt.get('note'))}. Effect of "
+              f"using explanations, the offer as instrument: {_signed(iv.get('win_rate'), 1, 100)} pts"
+              f"{_ci(iv.get('win_rate_ci'))}, {_p_is(iv.get('p_value'), EFFECT)}{_note(iv.get('note'))}."
+              f'<br><span class="muted small">{_e(itt.get("test"))}; {_e(iv.get("test"))}</span></p>')
+
+
+def tests_section(tests) -> str:
+    """Every test the report prints, with what it claims (claims.py; report.json's `tests`)."""
+    if not isinstance(tests, list) or not tests:
+        return ""
+    rows = [[f"<code>{_e(t.get('name'))}</code>" + (' <span class="tag primary">pre-registered primary</span>'
+                                                  if t.get("role") == "primary" else ""),
+             _num(t.get("estimate"), 3) + (f' <span class="muted small">({_e(t.get("estimate_of"))})</span>'
+                                           if t.get("estimate_of") else ""),
+             _p(t.get("p_value"), t.get("claim") or ASSOCIATION), _e(t.get("unit")),
+             _e(", ".join(t.get("calibrated_under") or []) or "not calibrated by simulation")]
+            for t in tests]
+    effects = sum(t.get("claim") == EFFECT for t in tests)
+    return (f"<details><summary>Every test on this page and what it claims ({len(tests)} p-values, {effects} of "
+            "them effects)</summary><p class=\"small\">An <b>effect</b> is a contrast the design randomized, tested "
+            "so that it keeps its 5% level on simulated crowds with practice, counterbalanced order, skill-linked "
+            "dropout and uneven effects (docs/results.md, “Null calibration under real crowds”); an "
+            "<b>association</b> is anything else: games pooled, games the player chose to buy explanations in, "
+            "ratings given after seeing the explanation. A significant association is not evidence that "
+            "explanations caused anything.</p>"
+            + _table(["test", "estimate", "p", "unit", "calibrated under (null scenarios)"], rows, 1, 3)
+            + "</details>")
 
 
 def _corr(c: dict) -> list[str]:
@@ -683,6 +888,7 @@ def render_html(report: dict, figures: list[Path], title: str | None = None, ref
         " · <a href=\"#missing\">Missing</a> · <a href=\"#studies\">Per study</a></nav>",
         preregistration_section(report),
         "<h2>Data</h2>", counts_section(report), balance_section(report.get("design")),
+        _flow_section(report.get("flow")),
         f"<h2 id=\"table1\">Table 1: controlled study, score / win rate by mode{_label(report, 'controlled')}</h2>",
         table1(report.get("controlled"), report.get("paper")),
         f"<h2 id=\"at-will\">At-will study{_label(report, 'at_will')}</h2>", at_will_section(report.get("at_will")),
@@ -697,7 +903,8 @@ def render_html(report: dict, figures: list[Path], title: str | None = None, ref
         f"<p>Exclusions: {_e(', '.join(exclusions.get('flags') or []) or 'none')} "
         f"({_e(exclusions.get('participants', 0))} participants, {_e(exclusions.get('games', 0))} games excluded). "
         f"Participants flagged: {_e(', '.join(f'{k} {v}' for k, v in flagged.items()) or 'none')} "
-        "(<code>exag analyze --exclude fast_games,no_questions,straight_lined</code> excludes them).</p></div>",
+        "(<code>exag analyze --exclude fast_games,no_questions,straight_lined</code> excludes them).</p>"
+        + tests_section(report.get("tests")) + "</div>",
         "<h2 id=\"missing\">What is missing</h2>", notes_section(report.get("notes")),
         "<h2 id=\"studies\">Per study</h2>",
         "".join(study_section(s, v) for s, v in (report.get("studies") or {}).items() if isinstance(v, dict))

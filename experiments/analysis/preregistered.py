@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 
 from experiments.preregister import exag_version
-from game.preregistration import PRIMARY, PRIMARY_OUTCOME, primary_comparisons
+from game.preregistration import PRIMARY, PRIMARY_OUTCOME, primary_comparisons, test_name
 
 from .at_will import at_will
 from .controlled import controlled
@@ -144,11 +144,23 @@ def primary_result(primary: str | None, study_report: dict) -> dict:
         return {"missing": section["missing"]}
     if primary == "explanations_used":
         found = section.get("explanations_used")
+    elif primary in ("offer", "offer_iv"):
+        found = (section.get("offer") or {}).get("itt" if primary == "offer" else "iv")
+        if isinstance(found, dict):
+            found = {**found, "offer": primary}
     elif primary == "net_of_practice":
         found = section.get("net_of_practice")
     else:
         found = next((r for r in section.get("table1") or [] if r.get("mode") == primary), None)
     return found if isinstance(found, dict) else {"missing": f"the report has no {primary!r} comparison"}
+
+
+def tag_primary(tests: list[dict], plan: dict | None, analysis: str) -> None:
+    """Mark each listed test (claims.py) "primary" or "exploratory": only the registered primary's own test is
+    primary, and only in the analysis as registered."""
+    primary = test_name(plan["primary"]) if plan and plan.get("primary") and analysis == PREREGISTERED else None
+    for test in tests:
+        test["role"] = "primary" if test["name"] == primary else "exploratory"
 
 
 def _section_of(primary: str | None) -> str:
@@ -192,6 +204,19 @@ def describe(result: dict) -> str:
     def p(value) -> str:
         return "p -" if value is None else "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
 
+    effect = result.get("effect") if isinstance(result.get("effect"), dict) else None
+    if "with_expl" in result and effect is not None:     # a Table 1 row of explanation arms: its effect test
+        gain = effect.get("win_rate")
+        return (f"win rate with explanations {rate(result['with_expl'])}, without {rate(result.get('no_expl'))}; "
+                f"effect of showing them (participant and block fixed effects) "
+                f"{'-' if gain is None else f'{100 * gain:+.1f}'} points, {p(effect.get('p_value'))}, "
+                f"{effect.get('n_participants', 0)} participants"
+                + (f" ({effect['note']})" if effect.get("note") and effect.get("p_value") is None else ""))
+    if "offer" in result:                           # at-will: the randomized offer
+        gain = result.get("win_rate")
+        what = "intention to treat (offered - not offered)" if result["offer"] == "offer" else \
+            "effect of use, the offer as instrument"
+        return f"{what}: {'-' if gain is None else f'{100 * gain:+.1f}'} points, {p(result.get('p_value'))}"
     if "with_expl" in result:                       # a Table 1 row
         gain = (result.get("improvement") or {}).get("win_rate")
         return (f"win rate with explanations {rate(result['with_expl'])}, without {rate(result.get('no_expl'))}; "

@@ -215,9 +215,11 @@ from .controlled import controlled
 from .design import design
 from .correctness import answer_correctness, by_correctness, correlations
 from .data import AnalysisError, Tables
+from .claims import listed_tests
+from .flow import flow
 from .frames import AT_WILL, CONTROLLED, Frames, build_frames
 from .paper import PAPER
-from .preregistered import exclusion_rules, held_to, registrations
+from .preregistered import exclusion_rules, held_to, registrations, tag_primary
 from .ratings import by_helpfulness, difficulty_by_rating, rating_histograms
 from .stats import MIN_CLUSTERS
 
@@ -280,8 +282,10 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
         study_notes: list[str] = []
         per_study[study] = {"kind": frames.kinds.get(study), "n": counts(mine),
                             **sections(mine, bench, study_notes), "notes": study_notes}
+        per_study[study]["tests"] = listed_tests(per_study[study])
         notes += [f"study {study}: {n}" for n in study_notes]
     pooled = _pooled(frames, per_study, bench, notes)
+    pooled["tests"] = listed_tests(pooled)
     kinds = {s: frames.kinds.get(s) for s in study_ids}
     if len({k for k in kinds.values() if k}) > 1:
         notes.append("controlled and at-will studies are both analysed: sections other than `controlled` and "
@@ -289,11 +293,16 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
     n = {**counts(frames), "studies": {s: {"kind": kinds[s], **per_study[s]["n"]} for s in study_ids}}
     report = {"schema": SCHEMA, "source": tables.source, "studies_analysed": study_ids, "kinds": kinds, "n": n,
               **pooled, "paper": PAPER, "design": _guarded("design", lambda: design(tables.participants), notes),
+              "flow": _guarded("flow", lambda: flow(tables, frames, exclusions, rules), notes),
               "quality": {"flagged_participants": exclusions["flagged_participants"]},
               "exclusions": {k: exclusions[k] for k in ("flags", "participants", "games")},
               "methods": methods(frames, exclusions), "notes": list(dict.fromkeys(notes)), "studies": per_study}
     report["quality"]["removed_by_flag"] = exclusions["removed"]
     report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"]))
+    for study in study_ids:
+        tag_primary(per_study[study]["tests"], plans.get(study), analysis)
+    tag_primary(report["tests"], plans[study_ids[0]] if len(study_ids) == 1 and study_ids[0] in plans else None,
+                analysis)
     if plans:
         report["methods"] += " " + report["preregistration"]["statement"]
     return json_safe(report)

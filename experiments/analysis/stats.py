@@ -158,18 +158,19 @@ RELABEL = ("randomization test over participants: which participants are in the 
 RELABEL_DRAWS = 9_999
 
 
-def relabel_test(statistic, in_group: np.ndarray) -> dict:
+def relabel_test(statistic, in_group: np.ndarray, wording: str = RELABEL, absolute: bool = False) -> dict:
     """The participant-level randomization test of a between-arm contrast: `statistic(group, rest)` takes
     index arrays of the participants labelled group 1 and group 0 (one relabeling per row) and returns the
     contrast per row; the two-sided p-value is twice the smaller tail share of relabelings whose contrast
-    reaches the study's, over all of them up to RELABEL_DRAWS, else over that many seeded draws (counting the
+    reaches the study's (`absolute`: the share whose |contrast| reaches the study's, for a statistic centred on 0
+    such as a t), over all of them up to RELABEL_DRAWS, else over that many seeded draws (counting the
     study's own). The design randomized the arm labels, so under the sharp null (explanations change no
     game) every relabeling was as likely, at any study size: a reference distribution that needs no sandwich
     or bootstrap. (scipy's permutation_test needs two participants in each group; a control arm of one is
     common in a pilot, hence the few lines here.)"""
     in_group = np.asarray(in_group, dtype=bool)
     n, k = len(in_group), int(in_group.sum())
-    out = {"p_value": None, "test": RELABEL.format(relabelings="none")}
+    out = {"p_value": None, "test": wording.format(relabelings="none")}
     if n < MIN_CLUSTERS:
         return {**out, "note": f"fewer than {MIN_CLUSTERS} participants ({n}): no randomization test is made"}
     if k in (0, n):
@@ -187,12 +188,50 @@ def relabel_test(statistic, in_group: np.ndarray) -> dict:
     groups, rests = np.sort(groups, axis=1), np.nonzero(~chosen)[1].reshape(len(groups), n - k)
     contrasts = np.asarray(statistic(groups, rests), dtype=float)
     tolerance = 1e-9 * max(1.0, abs(observed))
-    tails = [(np.sum(contrasts >= observed - tolerance) + extra), (np.sum(contrasts <= observed + tolerance) + extra)]
-    p = min(1.0, 2 * min(tails) / (len(contrasts) + extra))
-    smallest = 2 / relabelings
+    if absolute:       # a statistic centred on 0 under the null (a t): the share at least as far from 0
+        p = (np.sum(np.abs(contrasts) >= abs(observed) - tolerance) + extra) / (len(contrasts) + extra)
+    else:
+        tails = [(np.sum(contrasts >= observed - tolerance) + extra), (np.sum(contrasts <= observed + tolerance) + extra)]
+        p = min(1.0, 2 * min(tails) / (len(contrasts) + extra))
+    smallest = (1 if absolute else 2) / relabelings
     if smallest > ALPHA:
         said += f"; with {relabelings} relabelings the smallest possible p-value is {min(1.0, smallest):.2g}"
-    return {**out, "p_value": _num(p), "test": RELABEL.format(relabelings=said)}
+    return {**out, "p_value": _num(p), "test": wording.format(relabelings=said)}
+
+
+STUDENTIZED = ("studentized randomization test over participants: the Welch t of the two groups' participant values, "
+               "with which participants are in which group re-drawn ({relabelings}); exact under no effect on any "
+               "game, and, being studentized, it keeps its level when the effect differs between participants "
+               "(zero on average) and the groups differ in size (Janssen 1997; Chung and Romano 2013)")
+
+
+def welch_t(values: np.ndarray, group: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """The Welch t of values[group] against values[rest], one per row of the index arrays; where a group has one
+    value (no variance) the difference of means; where both groups are constant, +-1e12 (or 0)."""
+    a, b = values[group], values[rest]
+    difference = a.mean(-1) - b.mean(-1)
+    if a.shape[-1] < 2 or b.shape[-1] < 2:
+        return difference
+    se = np.sqrt(a.var(-1, ddof=1) / a.shape[-1] + b.var(-1, ddof=1) / b.shape[-1])
+    return np.where(se > 0, difference / np.where(se > 0, se, 1.0), np.sign(difference) * 1e12)
+
+
+def studentized_relabel_test(values, in_group) -> dict:
+    """relabel_test of two groups of participant values, the Welch t as the statistic (STUDENTIZED), with the
+    difference of the groups' means and its Welch 95% interval (scipy ttest_ind, equal_var=False)."""
+    values, in_group = np.asarray(values, dtype=float), np.asarray(in_group, dtype=bool)
+    keep = ~np.isnan(values)
+    values, in_group = values[keep], in_group[keep]
+    tested = relabel_test(lambda group, rest: welch_t(values, group, rest), in_group, STUDENTIZED, absolute=True)
+    a, b = values[in_group], values[~in_group]
+    difference = float(a.mean() - b.mean()) if len(a) and len(b) else None
+    ci = None
+    if len(a) >= 2 and len(b) >= 2 and (np.ptp(a) > 0 or np.ptp(b) > 0):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            interval = scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(1 - ALPHA)
+        ci = _pair((interval.low, interval.high))
+    return {**tested, "difference": difference, "difference_ci": ci, "n_group": int(len(a)), "n_rest": int(len(b))}
 
 
 def z_test(successes: tuple[float, float], n: tuple[int, int]) -> dict:

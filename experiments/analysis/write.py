@@ -446,6 +446,32 @@ def _preregistration_lines(report: dict) -> list[str]:
     return lines
 
 
+def _flow_lines(flow: dict) -> list[str]:
+    """One line per study: where everyone who joined went (flow.py), the attrition test and the bounds for the
+    games never played."""
+    lines = []
+    for study, f in (flow.get("studies") or {}).items():
+        t, test = f.get("total") or {}, f.get("attrition_test") or {}
+        line = (f"Flow, {study}: {t.get('joined', 0)} joined, {t.get('not_consented', 0)} did not consent, "
+                f"{t.get('screened_out', 0)} screened out, {t.get('dropped', 0)} dropped, {t.get('finished', 0)} "
+                f"finished ({t.get('excluded', 0)} excluded, {t.get('analysed', 0)} analysed); "
+                f"{t.get('refilled_slots', 0)} refilled slots")
+        if t.get("arm_chosen_by_link"):
+            line += f", {t['arm_chosen_by_link']} arms chosen by link (not randomized)"
+        line += f"; attrition by arm {_printed_p(test.get('p_value'))}"
+        for kind, b in (f.get("bounds") or {}).items():
+            if isinstance(b, dict) and b.get("lower") is not None:
+                values = [b["lower"], b["upper"], b.get("observed")]
+                if kind == "controlled":           # a difference of win rates, in percentage points
+                    low, high, seen = (_percentage_points(v) for v in values)
+                    line += f"; bounds for unplayed games: with - without [{low}, {high}] points, observed {seen}"
+                else:
+                    low, high, seen = ("-" if v is None else f"{v:.1%}" for v in values)
+                    line += f"; bounds for unplayed games: win rate [{low}, {high}], observed {seen}"
+        lines.append(line + ("" if f.get("adds_up", True) else " (THE COLUMNS DO NOT ADD UP: please report this)"))
+    return lines
+
+
 def format_summary(report: dict, written: dict) -> str:
     """What `exag analyze` prints: the counts, Table 1 (its improvements each under its own name, the
     within-participant paired test among them), at-will with/without explanations, what is missing and
@@ -454,6 +480,7 @@ def format_summary(report: dict, written: dict) -> str:
     lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
              f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
     lines += _preregistration_lines(report)
+    lines += _flow_lines(report.get("flow") or {})
     lines += _table1_lines(report.get("controlled") or {})
     used = (report.get("at_will") or {}).get("explanations_used") or {}
     if used.get("with") or used.get("without"):

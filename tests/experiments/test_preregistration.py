@@ -66,14 +66,16 @@ def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path
     assert registered["preregistration"] == {**PLAN, "planned_n": 25}
     assert registered["registered"] == section["registered"]
     assert registered["analysis"] == {"alpha": 0.05, "sides": "two-sided"}
-    # the whole config but how participants are paid, the title and the assignment seed
-    assert set(registered["study"]) == {f.name for f in dataclasses.fields(StudyConfig)} - set(NOT_FROZEN)
+    # the whole config but how participants are paid, the title and the assignment seed (and fields added since
+    # the format at their old value: a controlled study's offer is "always")
+    assert set(registered["study"]) == {f.name for f in dataclasses.fields(StudyConfig)} - set(NOT_FROZEN) - {"offer"}
     assert registered["study"]["settings"] == {} and registered["study"]["order"] == "counterbalanced"
     assert set(section["fields"]) >= {"agent", "settings", "arms", "nle", "choose_arm", "checks", "pool",
                                       "preregistration.exclusions"}
     markdown = (tmp_path / "prereg" / "ctl.md").read_text()
     for text in (sha256, "Explanations raise the win rate.", "`overall`", "25 participants", "exag simulate power",
-                 "Stop when 25 participants", "`fast_games`: finished a game in under 10 s", "exploratory"):
+                 "Stop when 25 participants", "exploratory",
+                 "`fast_games`: finished at least 3 games, and at least 15% of their games, in under 10 s each"):
         assert text in markdown, text
     assert "SECRET-CODE" not in markdown and b"SECRET-CODE" not in document    # documents get published
 

@@ -85,9 +85,9 @@ def test_too_few_participants_get_a_sentence_not_a_p_value():
     assert fitted["p_value"] is None and "single participant" in fitted["note"] and \
         "standard error is zero" in fitted["note"]
     # the report's interaction p-value now re-draws the arms over the 4 participants instead: 4 relabelings,
-    # so a p-value that says it cannot be small rather than none
+    # so a p-value that says it cannot be small (at least 1/4) rather than none
     net = net_of_practice(games)
-    assert net["p_value"] >= 0.5 and "all 4 relabelings" in net["test"] and "smallest possible p-value" in net["test"]
+    assert net["p_value"] >= 0.25 and "all 4 relabelings" in net["test"] and "smallest possible p-value" in net["test"]
 
 
 def test_random_patterns_are_seeded_and_many_participants_get_the_t_test():

@@ -73,7 +73,9 @@ function statusBar(state, game) {
     // what the points pay for within the game's limit: the server's count (`questions_allowed`)
     h("span", {class: "stat", id: "questions-left", text: `${plural(questionsAllowed(game), "question")} left`}),
   ];
-  if (game.explanations_at_will) items.push(h("span", {class: "stat", text: `Explanations cost ${plural(game.explanation_cost, "point")} more`}));
+  // an at-will study that randomizes the offer (`offered` false) says so from the game's start
+  if (game.explanations_at_will && game.offered === false) items.push(h("span", {class: "stat", id: "not-offered", text: "No explanations in this game"}));
+  else if (game.explanations_at_will) items.push(h("span", {class: "stat", text: `Explanations cost ${plural(game.explanation_cost, "point")} more`}));
   else if (game.with_explanations) items.push(h("span", {class: "stat highlight", text: "This game shows explanations"}));
   return h("header", {class: "status-bar"},
     h("h1", {tabindex: "-1", text: "Find the secret image"}),
@@ -158,7 +160,11 @@ function ratingBox(state, game, ctx) {
   const last = game.rounds[game.rounds.length - 1];
   const busy = Boolean(ctx.ui.busy);
   const canBuy = game.explanations_at_will && last && !last.explained;
+  // the server refuses to sell explanations in a game its study's randomized offer left them out of
+  const unavailable = canBuy && game.offered === false;
   return h("div", {class: "rating-box"},
+    unavailable ? h("div", {class: "buy"},
+      h("p", {class: "hint", id: "explain-unavailable", text: "Explanations are not available in this game."})) :
     canBuy ? h("div", {class: "buy"},
       h("button", {id: "explain", type: "button", disabled: busy, onclick: () => ctx.emit("explain", {game_id: game.game_id}),
                    text: ctx.ui.busy === "explain" ? "Getting explanations…" : `Get explanations (costs ${plural(game.explanation_cost, "point")})`}),

@@ -15,7 +15,7 @@ export function render(state, ctx) {
       h("li", {text: `You see ${s.images || "several"} images. One of them is the secret image, picked at random.`}),
       h("li", {text: "Find it by asking an AI agent questions about the secret image in your own words, for example “Is there a red cube?” or “How many spheres are there?”. The agent answers about the secret image only, and it is not always right."}),
       h("li", {text: `You start each game with ${plural(s.start_points ?? "some", "point")}. Each question costs ${plural(s.question_cost ?? 1, "point")}; you can ask up to ${plural(s.max_questions ?? 20, "question")}.`}),
-      explanationRule(s, modes),
+      explanationRule(s, modes, info.offer),
       h("li", {text: `After every answer, rate how helpful the answer${explained ? " (and its explanations, when you have them)" : ""} was for finding the secret image, from “${(state.ratings || [])[0] || "Helping a lot"}” to “${(state.ratings || [])[4] || "Completely confusing"}”. The rating is needed before your next question or your guess.`}),
       h("li", {text: "When you think you know, select the image and press “Guess this image”. You have one guess per game."}),
       h("li", {text: "If your guess is right, your score is the points you have left; if it is wrong, your score is 0. A game is won with a right guess and points left, so every question you save counts."}),
@@ -37,10 +37,12 @@ function retryNote(comprehension) {
                  text: "Some of your answers to the questions about the rules were not right. Please read the rules above again, then answer the questions once more."});
 }
 
-function explanationRule(s, modes) {
+function explanationRule(s, modes, offer) {
   if (s.explanations_at_will) {
     const secret = (s.for_the_secret || []).length ? " and more about the secret image (without saying which image it is)" : "";
-    return h("li", {text: `After an answer you may buy explanations of it for ${plural(s.explanation_cost ?? 0, "more point")}: they show why the agent answered as it did, on every image${secret}.`});
+    // a study that randomizes the offer (its `offer`, game/offer.py) tells the participant so, before the games
+    const randomized = offer === "randomized" ? " In some games explanations are not available; which games is decided at random." : "";
+    return h("li", {id: randomized ? "offer-rule" : null, text: `After an answer you may buy explanations of it for ${plural(s.explanation_cost ?? 0, "more point")}: they show why the agent answered as it did, on every image${secret}.${randomized}`});
   }
   if (modes.length) {
     return h("li", {text: "In some games every answer comes with explanations, at no cost, on every image. Games with and without explanations come in blocks."});
