@@ -43,8 +43,9 @@ instrument), both with "offer": "randomized"; explanations_used and overall_inc_
 be registered. A study whose links may name the arm (choose_arm) cannot be registered. exclusions: quality flags of the export
 ([] for none):
   {", ".join(FLAGS)}
-planned_n: --planned-n (or "planned_n" in the section); `exag simulate power --study STUDY ...` estimates
-the participants the primary test needs.
+planned_n: --planned-n (or "planned_n" in the section). How many the primary test needs, from the effect you
+expect (a win-rate difference), how much players differ, practice and dropout:
+  exag simulate power --study STUDY --difference 0.10 --sizes 16,40,80 --repeats 200 --out power/
 
 After this, the study is held to it: a study file whose plan or config no longer matches its hash is refused
 in one line naming the changed fields, a server refuses a study whose agent checkpoint is not the registered
@@ -71,8 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True,
                         help="the document's path without extension: writes OUT.json and OUT.md")
     parser.add_argument("--planned-n", type=int, default=None, metavar="N",
-                        help="participants to recruit (`exag simulate power` estimates how many the primary "
-                             "test needs); default: the section's planned_n")
+                        help="participants to recruit (`exag simulate power --study STUDY --difference D ...` "
+                             "estimates how many the primary test needs at an effect of D); default: the "
+                             "section's planned_n")
     parser.set_defaults(run=run)
 
 
@@ -93,7 +95,9 @@ def preregister(study_path: Path, out: Path, planned_n: int | None = None,
     lacking = missing(plan)
     if lacking:
         raise ValueError(f"{study_path}: the \"preregistration\" section lacks {', '.join(lacking)}"
-                         + (" (give --planned-n N)" if lacking == ["planned_n"] else "")
+                         + (f" (give --planned-n N; `exag simulate power --study {study_path} --difference 0.10 "
+                            "--sizes 16,40,80 --repeats 200 --out power/` says how many the primary test needs "
+                            "for a 10-point effect)" if lacking == ["planned_n"] else "")
                          + "; see `exag preregister --help`")
     refuse_unregistrable(study, plan["primary"], study_path)
     try:
@@ -203,8 +207,8 @@ def markdown(study: StudyConfig, json_name: str) -> str:
         f"`{primary}`: {primary_comparisons(study.kind, study.arms)[primary]}. It is the one confirmatory test; "
         "every other analysis in the report is exploratory.",
         "", "## Planned sample size", "",
-        f"{plan['planned_n']} participants (the participants the primary test needs can be estimated with "
-        "`exag simulate power`).",
+        f"{plan['planned_n']} participants (the participants the primary test needs at an assumed effect can be "
+        "estimated with `exag simulate power --study STUDY --difference D`).",
         "", "## Stopping rule", "", plan["stopping_rule"],
         "", "## Exclusions", "",
         *(["A participant who raised any of these quality flags is excluded, with all their games:", "",

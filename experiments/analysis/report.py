@@ -337,7 +337,18 @@ def methods(frames: Frames, exclusions: dict) -> str:
          "round, a sanity check) have their own rows and enter neither overall row nor the effect net of practice."
          if blocks else "No controlled games with known blocks."),
         "At-will studies: a game used explanations when any of its rounds had them; adoption halves split all games "
-        "ordered by play index (ties by start time) at half their number.",
+        "ordered by play index (ties by start time) at half their number. The players chose when to buy "
+        "explanations, so games that used them and games that did not are compared as an association, not an "
+        "effect, also within participants (conditional logit adjusted for play and set difficulty); where the study "
+        "randomized the offer of explanations per game, the intention-to-treat difference (offered minus not "
+        "offered, within participants, sign-flip test) and the effect of use with the offer as instrument (Wald "
+        "estimator) are effects.",
+        "What each test claims: only contrasts the design randomized, tested at the participant, are effects: Table "
+        "1's effect of showing explanations (OLS of the win with participant and block fixed effects, wild cluster "
+        "bootstrap over participants; offered only when both orders were played), the effect net of practice and "
+        "the block-1 carryover check (studentized randomization tests over participants), and the randomized "
+        "offer's. Every other p-value is an association (report.json's `tests` lists each with its claim), and "
+        "Figures 7-9, which group rounds by the player's own rating or by graded explanations, show associations.",
         "Table 1's win rates carry Wilson 95% intervals and scores t intervals. Table 1 gives three improvements: "
         "the paper's (with explanations minus the overall-inc-none group baseline, as the paper computed its "
         "column), ours (with minus without explanations) and the mean of each participant's own difference. The "

@@ -4,29 +4,20 @@ on simulated studies whose participants behave as real ones do, and how often it
     python -m experiments.benchmark.null_calibration --sizes 8,16,40 --replicates 300 --json results/null_calibration.json
     python -m experiments.benchmark.null_calibration --power --sizes 16,40,80 --lifts 0.10,0.15 --json results/power_table.json
 
-The studies are simulated at the level the analysis reads (a finished game's arm, block, order, outcome, score,
-use of explanations, offer; no server, no agent), so that thousands run in minutes; the tests are the report's
-own: every study goes through `experiments.analysis.controlled.controlled` or `experiments.analysis.at_will.at_will`
+The studies are simulated at the level the analysis reads (experiments/simulate/crowd.py: a finished game's arm,
+block, order, outcome, score, use of explanations, offer; no server, no agent), so that thousands run in minutes;
+the tests are the report's own: every study goes through `experiments.analysis.controlled.controlled` or `experiments.analysis.at_will.at_will`
 and its p-values are read from the list the report prints (experiments/analysis/claims.py `listed_tests`), each
 with its claim ("effect" or "association").
 
-Participants differ a lot, as real ones do: a skill (log-odds of winning, N(BASE_LOG_ODDS, SKILL_SD)). The
-scenarios (SCENARIOS) add what real crowds do, one at a time and together:
-- practice: the log-odds grows by 0.15 or 0.30 a block (0.30: about 6 points between blocks 1 and 2);
-- order: abab (the paper's: without explanations first) or counterbalanced (the server's default: every block of
-  8 holds each arm once in each order, game/assignment.py);
-- skill-linked dropout: after each of blocks 1-3 a participant leaves with probability logistic(-2 - z), z their
-  skill in SDs (weaker players leave more; about a third leave in all), so clusters are unequal;
-- uneven effects: explanations pull each player toward the mean (log-odds -UNEVEN x (skill - mean skill)), zero on
-  average, with the default arms none/attention/relqa/both (1 control : 3 explanation arms);
-- at will: GAMES_AT_WILL games each (unequal: 3-20), each game with a set difficulty; the player buys with a
-  log-odds that grows with their skill (1 per logit of skill) or with the game's difficulty, so buying goes with
-  winning (or losing) while explanations do nothing; and a randomized offer (a seeded half of each participant's
-  games offer explanations, game/study.py `offer`).
-
-Under a lift, showing (controlled) or using (at will) explanations adds `lift` to the mean participant's win
-probability (a log-odds shift of logit(p + lift) - logit(p) at p = the mean win rate, the same shift for
-everyone): the power column, or with --power the power table of every test with claim "effect".
+Participants differ a lot, as real ones do (skill SD 1.5 log-odds). The scenarios (SCENARIOS, each a crowd.Crowd)
+add what real crowds do, one at a time and together: practice (+0.15 or +0.30 logit a block; 0.30 is about 6
+points between blocks 1 and 2), order (abab, or counterbalanced as the server deals it), skill-linked dropout
+after blocks 1-3 (log-odds -2 - z of leaving, z the skill in SDs: about a third leave, weaker ones more, so
+clusters are unequal), uneven effects (explanations pull players toward the mean, zero on average, with 1
+control arm to 3 explanation arms), and at will: buying linked to skill or to set difficulty, unequal numbers of
+games, a randomized offer. A lift adds `lift` to the mean participant's win probability (crowd.shift): the power
+column, or with --power the power table of every test with claim "effect".
 
 Printed per scenario, test and size: the share of studies with p < 0.05 (false positives under the null; power
 under the lift), its 95% Wilson interval (the Monte Carlo error), the share of studies with a p-value, and the
@@ -48,184 +39,81 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 from tqdm import tqdm
 
-from experiments.analysis.at_will import at_will
-from experiments.analysis.claims import EFFECT, listed_tests
-from experiments.analysis.controlled import controlled
-from experiments.analysis.frames import AT_WILL, CONTROLLED, Frames
+from experiments.analysis.claims import EFFECT
+from experiments.analysis.frames import AT_WILL, CONTROLLED
 from experiments.benchmark import write_report
-from game.assignment import slots
+from experiments.simulate.crowd import Crowd, crowd_study, one_thread, report_tests
 
 SIZES = (8, 16, 40)
-ARMS = ("none", "attention", "relqa", "both")
-SESSIONS, GAMES_PER_SESSION = 4, 5
-GAMES_AT_WILL = 10
-SKILL_SD = 1.5                 # log-odds: a participant 1 SD above the mean wins ~82% where the mean one wins 50%
-BASE_LOG_ODDS = 0.5            # the mean participant wins ~62% (the paper: 61-65% without explanations)
-POINTS = 10                    # a game's score: the points left, won games only (game/rules.py's shape)
-UNEVEN = 0.5                   # uneven effects: log-odds toward the mean per logit of skill away from it
-DIFFICULTY = 0.7               # at will: log-odds lost per SD of set difficulty
 TARGET = 0.065                 # every test with claim "effect" at most 6.5% false positives
 ALPHA = 0.05
+DROPOUT = float(1 / (1 + np.exp(2.0)))   # leave after a block with log-odds -2 - z: about a third leave in all
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    kind: str                      # controlled | at-will
     description: str
-    order: str = "abab"            # controlled: abab | counterbalanced
-    practice: float = 0.0          # log-odds a block (controlled) or a tenth of that a game (at will)
-    dropout: bool = False
-    uneven: bool = False
-    unequal: bool = False          # at will: 3-20 games a participant
-    buy_skill: float = 0.0         # at will: log-odds of buying per logit of skill
-    buy_difficulty: float = 0.0    # at will: log-odds of buying per SD of set difficulty
-    offer: bool = False            # at will: a randomized offer
+    crowd: Crowd
+
+    @property
+    def kind(self) -> str:
+        return self.crowd.kind
+
+
+def _scenario(name: str, description: str, **crowd) -> Scenario:
+    return Scenario(name, description, Crowd(**crowd))
 
 
 SCENARIOS = {s.name: s for s in (
-    Scenario("abab", CONTROLLED, "abab, no practice, complete data (the first calibration's case)"),
-    Scenario("abab_practice_0.15", CONTROLLED, "abab, practice +0.15 logit a block", practice=0.15),
-    Scenario("abab_practice_0.30", CONTROLLED, "abab, practice +0.30 logit a block", practice=0.30),
-    Scenario("abab_dropout", CONTROLLED, "abab, practice +0.15, weaker players drop out after blocks 1-3",
-             practice=0.15, dropout=True),
-    Scenario("counterbalanced", CONTROLLED, "counterbalanced, no practice, complete data", order="counterbalanced"),
-    Scenario("counterbalanced_practice_0.30", CONTROLLED, "counterbalanced, practice +0.30 logit a block",
-             order="counterbalanced", practice=0.30),
-    Scenario("counterbalanced_practice_dropout", CONTROLLED,
-             "counterbalanced, practice +0.30, skill-linked dropout (unequal clusters)", order="counterbalanced",
-             practice=0.30, dropout=True),
-    Scenario("counterbalanced_practice_dropout_uneven", CONTROLLED,
-             "counterbalanced, practice +0.30, skill-linked dropout, uneven effects (zero on average)",
-             order="counterbalanced", practice=0.30, dropout=True, uneven=True),
-    Scenario("uneven_1to3", CONTROLLED, "abab, 1:3 arms, explanations pull players toward the mean (zero on average)",
-             uneven=True),
-    Scenario("at_will", AT_WILL, "at will, buying unrelated to skill"),
-    Scenario("at_will_unequal", AT_WILL, "at will, 3-20 games a participant, practice", unequal=True, practice=0.3),
-    Scenario("at_will_skill_buys", AT_WILL, "at will, better players buy more (1 logit per logit of skill)",
-             buy_skill=1.0),
-    Scenario("at_will_difficulty_buys", AT_WILL, "at will, players buy in hard sets (1 logit per SD of difficulty)",
-             buy_difficulty=1.0),
-    Scenario("at_will_offer_skill_buys", AT_WILL,
-             "at will, randomized offer, better players buy more, practice, unequal games", buy_skill=1.0,
-             offer=True, unequal=True, practice=0.3),
+    _scenario("abab", "abab, no practice, complete data (the first calibration's case)"),
+    _scenario("abab_practice_0.15", "abab, practice +0.15 logit a block", practice=0.15),
+    _scenario("abab_practice_0.30", "abab, practice +0.30 logit a block", practice=0.30),
+    _scenario("abab_dropout", "abab, practice +0.15, weaker players drop out after blocks 1-3", practice=0.15,
+              dropout=DROPOUT),
+    _scenario("counterbalanced", "counterbalanced, no practice, complete data", order="counterbalanced"),
+    _scenario("counterbalanced_practice_0.30", "counterbalanced, practice +0.30 logit a block",
+              order="counterbalanced", practice=0.30),
+    _scenario("counterbalanced_practice_dropout", "counterbalanced, practice +0.30, skill-linked dropout (unequal "
+              "clusters)", order="counterbalanced", practice=0.30, dropout=DROPOUT),
+    _scenario("counterbalanced_practice_dropout_uneven", "counterbalanced, practice +0.30, skill-linked dropout, "
+              "uneven effects (zero on average)", order="counterbalanced", practice=0.30, dropout=DROPOUT,
+              uneven=True),
+    _scenario("uneven_1to3", "abab, 1:3 arms, explanations pull players toward the mean (zero on average)",
+              uneven=True),
+    _scenario("at_will", "at will, buying unrelated to skill", kind=AT_WILL, sessions=1, games_per_session=10),
+    _scenario("at_will_unequal", "at will, 3-20 games a participant, practice", kind=AT_WILL, unequal=True,
+              practice=0.3),
+    _scenario("at_will_skill_buys", "at will, better players buy more (1 logit per logit of skill)", kind=AT_WILL,
+              sessions=1, games_per_session=10, buy_skill=1.0),
+    _scenario("at_will_difficulty_buys", "at will, players buy in hard sets (1 logit per SD of difficulty)",
+              kind=AT_WILL, sessions=1, games_per_session=10, buy_difficulty=1.0),
+    _scenario("at_will_offer_skill_buys", "at will, randomized offer, better players buy more, practice, unequal "
+              "games", kind=AT_WILL, buy_skill=1.0, offer=True, unequal=True, practice=0.3),
 )}
 # the first calibration's --kinds, kept: each is one scenario
 KINDS = {CONTROLLED: "abab", "counterbalanced": "counterbalanced", AT_WILL: "at_will"}
 POWER_SCENARIOS = ("counterbalanced_practice_dropout", "at_will_offer_skill_buys")
 
 
-def _logistic(x):
-    return 1 / (1 + np.exp(-x))
-
-
-def _shift(lift: float) -> float:
-    """The log-odds shift that adds `lift` to the mean participant's win probability."""
-    if lift == 0:
-        return 0.0
-    p = _logistic(BASE_LOG_ODDS)
-    return float(np.log((p + lift) / (1 - p - lift)) - BASE_LOG_ODDS)
-
-
-def _score(rng: np.random.Generator, won: np.ndarray) -> np.ndarray:
-    return won * rng.integers(1, POINTS + 1, len(won))
-
-
 def scenario_study(rng: np.random.Generator, scenario: Scenario, participants: int, lift: float) -> pd.DataFrame:
-    """One simulated study's finished games, as frames.py derives them."""
-    if scenario.kind == AT_WILL:
-        return _at_will(rng, scenario, participants, lift)
-    return _controlled(rng, scenario, participants, lift)
-
-
-def _controlled(rng: np.random.Generator, scenario: Scenario, participants: int, lift: float) -> pd.DataFrame:
-    if scenario.order == "counterbalanced":
-        dealt = slots(int(rng.integers(2**31)), ARMS, "counterbalanced", participants)
-        arms, orders = np.array([d.arm for d in dealt]), np.array([d.order for d in dealt])
-    else:
-        arms = np.concatenate([rng.permutation(ARMS) for _ in range(-(-participants // len(ARMS)))])[:participants]
-        orders = np.full(participants, "abab")
-    skills = BASE_LOG_ODDS + rng.normal(0.0, SKILL_SD, participants)
-    effect = np.full(participants, _shift(lift))
-    if scenario.uneven:
-        effect -= UNEVEN * (skills - skills.mean())
-    last_block = np.full(participants, SESSIONS)
-    if scenario.dropout:
-        z = (skills - BASE_LOG_ODDS) / SKILL_SD
-        for block in range(SESSIONS - 1, 0, -1):           # leaving after block 3, 2, 1: the earliest one counts
-            leaves = rng.random(participants) < _logistic(-2.0 - z)
-            last_block = np.where(leaves, block, last_block)
-    per = SESSIONS * GAMES_PER_SESSION
-    who = np.repeat(np.arange(participants), per)
-    block = np.tile(np.repeat(np.arange(1, SESSIONS + 1), GAMES_PER_SESSION), participants).astype(float)
-    arm, order = arms[who], orders[who]
-    expl_arm = (arm != "none").astype(float)
-    shows = (((block % 2 == 0) != (order == "baba")) & (expl_arm == 1)).astype(float)
-    log_odds = skills[who] + scenario.practice * (block - 1) + effect[who] * shows
-    won = (rng.random(len(who)) < _logistic(log_odds)).astype(float)
-    games = pd.DataFrame({"study": "null", "kind": CONTROLLED, "cluster": [f"p{i}" for i in who], "arm": arm,
-                          "order": order, "block": block, "shows": shows, "expl_arm": expl_arm, "sham": 0.0,
-                          "won": won, "score": _score(rng, won), "game_id": [f"g{i}" for i in range(len(who))]})
-    games["starts_with"] = (games["order"] == "baba").astype(float)
-    return games[block <= last_block[who]].reset_index(drop=True)
-
-
-def _at_will(rng: np.random.Generator, scenario: Scenario, participants: int, lift: float) -> pd.DataFrame:
-    counts = rng.integers(3, 21, participants) if scenario.unequal else np.full(participants, GAMES_AT_WILL)
-    who = np.repeat(np.arange(participants), counts)
-    play = np.concatenate([np.arange(1, c + 1) for c in counts]).astype(float)
-    skills = BASE_LOG_ODDS + rng.normal(0.0, SKILL_SD, participants)
-    difficulty = rng.normal(0.0, 1.0, len(who))
-    propensity = rng.normal(0.0, 1.0, participants)           # players differ in how much they buy
-    buys = rng.random(len(who)) < _logistic(propensity[who] + scenario.buy_skill * (skills[who] - BASE_LOG_ODDS)
-                                            + scenario.buy_difficulty * difficulty)
-    offered = np.full(len(who), np.nan)
-    if scenario.offer:                                        # a seeded balanced half of each one's games
-        offered = np.concatenate([rng.permutation(np.arange(c) < (c + rng.integers(2)) // 2) for c in counts])
-        offered = offered.astype(float)
-        buys = buys & (offered == 1)
-    used = buys.astype(float)
-    log_odds = skills[who] - DIFFICULTY * difficulty + scenario.practice / 10 * (play - 1) + _shift(lift) * used
-    won = (rng.random(len(who)) < _logistic(log_odds)).astype(float)
-    return pd.DataFrame({"study": "null", "kind": AT_WILL, "cluster": [f"p{i}" for i in who], "arm": "both",
-                         "block": np.nan, "shows": used, "expl_arm": 1.0, "sham": 0.0, "won": won,
-                         "score": _score(rng, won), "used": used, "play": play, "started": play,
-                         "difficulty": difficulty, "offered": offered,
-                         "game_id": [f"g{i}" for i in range(len(who))]})
+    """One simulated study's finished games (experiments/simulate/crowd.py)."""
+    return crowd_study(rng, scenario.crowd, participants, lift)
 
 
 def controlled_study(rng: np.random.Generator, participants: int, lift: float,
                      counterbalanced: bool = False) -> pd.DataFrame:
     """A controlled study of the first calibration (complete data, no practice): abab, or counterbalanced. Its
-    lift is added to every participant's win probability as a log-odds shift (_shift)."""
+    lift is added to the mean participant's win probability as a log-odds shift for everyone (crowd.shift)."""
     return scenario_study(rng, SCENARIOS["counterbalanced" if counterbalanced else "abab"], participants, lift)
-
-
-def _one_thread() -> None:
-    """A worker process's BLAS pools: one thread each, so N processes on N cores do not oversubscribe them."""
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-
-
-def _frames(games: pd.DataFrame) -> Frames:
-    empty = pd.DataFrame()
-    return Frames(games=games, ratings=empty, items=empty, rater=empty, rounds=empty,
-                  kinds={"null": games["kind"].iloc[0]})
-
-
-def study_tests(games: pd.DataFrame) -> list[dict]:
-    """The tests the report prints about this study (claims.listed_tests of its controlled or at-will section)."""
-    frames = _frames(games)
-    if games["kind"].iloc[0] == AT_WILL:
-        return listed_tests({"at_will": at_will(frames)})
-    return listed_tests({"controlled": controlled(frames)})
 
 
 def _replicate(task: tuple) -> list[tuple[str, str, float, float | None]]:
     """(test, claim, lift, p-value) of one simulated study: the unit of work the processes share."""
     name, size, replicate, lift, seed = task
     rng = np.random.default_rng([seed, size, replicate])
-    return [(t["name"], t["claim"], lift, t["p_value"]) for t in study_tests(scenario_study(rng, SCENARIOS[name], size, lift))]
+    return [(t["name"], t["claim"], lift, t["p_value"])
+            for t in report_tests(scenario_study(rng, SCENARIOS[name], size, lift))]
 
 
 def calibrate(scenario: Scenario, sizes, replicates: int, lifts: tuple[float, ...], power_replicates: int, seed: int,
@@ -339,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.replicates, args.power_replicates)
     rows = []
     started = time.perf_counter()
-    pool = multiprocessing.get_context("spawn").Pool(args.processes, initializer=_one_thread) \
+    pool = multiprocessing.get_context("spawn").Pool(args.processes, initializer=one_thread) \
         if args.processes > 1 else None
     try:
         for name in names:
@@ -361,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(args.json)
         write_report(path, {"command": "python -m experiments.benchmark.null_calibration " + " ".join(argv_given),
                             "replicates": replicates, "power_replicates": power_replicates, "sizes": sizes,
-                            "lifts": list(lifts), "seed": args.seed, "skill_sd": SKILL_SD,
+                            "lifts": list(lifts), "seed": args.seed,
                             "scenarios": {n: SCENARIOS[n].description for n in names}, "rows": rows})
         path.with_suffix(".md").write_text(markdown(rows, lifts) + "\n")
     return 0

@@ -109,9 +109,28 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                     "participant-clustered test) reaches p < 0.05, with the participants needed for 80% power and "
                     "its interval; with --null, that share is the false-positive rate. Writes OUT/power.json, "
                     "OUT/power.csv and OUT/power.png/.svg. Costs sizes x repeats whole studies.")
-    power.add_argument("--study", type=Path, required=True, help="the study file (a controlled study)")
+    power.add_argument("--study", type=Path, required=True,
+                       help="the study file (a controlled study; with --difference, an at-will one too)")
     power.add_argument("--sizes", required=True, help="numbers of participants, e.g. 10,20,40,80")
     power.add_argument("--repeats", type=int, required=True, help="simulated studies per size")
+    effect = power.add_argument_group(
+        "from an explicit effect (fast)",
+        "With --difference, the studies are simulated crowds at the level the analysis reads (no server, no "
+        "agent: seconds to minutes) with the stated effect and crowd, and the power is that of the study's "
+        "registered primary test (--primary), counted in the registered direction only "
+        "(experiments/simulate/power_effect.py). What it prints is what to register with exag preregister "
+        "--planned-n.")
+    effect.add_argument("--difference", type=float, default=None, metavar="D",
+                        help="the assumed effect: showing (or, at will, using) explanations adds D to the mean "
+                             "participant's win probability, e.g. 0.10 for 10 points")
+    effect.add_argument("--primary", default=None,
+                        help="the primary test (default: the study's registered one, else overall for a "
+                             "counterbalanced controlled study, net_of_practice for another, offer at will)")
+    effect.add_argument("--icc", type=float, default=0.4,
+                        help="intra-participant correlation of winning (how much players differ; default 0.4)")
+    effect.add_argument("--practice", type=float, default=0.15, help="log-odds gained a block (default 0.15)")
+    effect.add_argument("--dropout", type=float, default=0.1,
+                        help="share of participants leaving after each block, weaker ones more (default 0.1)")
     power.add_argument("--out", type=Path, required=True, help="output directory")
     power.add_argument("--players", default=None, metavar="PRESET[=SHARE],...", help="preset mix (as exag simulate)")
     _add_assumption_arguments(power)
@@ -185,6 +204,8 @@ def simulate_command(args: argparse.Namespace) -> int:
 def power_command(args: argparse.Namespace) -> int:
     from .power import PowerConfig, format_power, parse_sizes, power
 
+    if args.difference is not None:
+        return effect_power_command(args)
     study, players = _simulation_inputs(args, "exag simulate power")
     sizes = parse_sizes(args.sizes)
     if study.kind != "controlled":
@@ -198,3 +219,26 @@ def power_command(args: argparse.Namespace) -> int:
                                threads=args.threads, explanation_weight=_assumed_weight(args)))
     print(format_power(report))
     return 1 if report["errors"] else 0
+
+
+def effect_power_command(args: argparse.Namespace) -> int:
+    """`exag simulate power --difference D`: power_effect.py."""
+    from game.study import load_study
+
+    from .power import parse_sizes
+    from .power_effect import EffectPowerConfig, default_primary, effect_power, format_effect_power
+    from .simulate import study_file
+
+    study = load_study(study_file(args.study))
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.null or args.explanation_weight is not None or args.players:
+        raise ValueError("--difference states the effect itself: --null, --explanation-weight and --players belong "
+                         "to the whole-game simulation (without --difference)")
+    report = effect_power(EffectPowerConfig(
+        study=study, primary=args.primary or default_primary(study), difference=args.difference,
+        sizes=parse_sizes(args.sizes), repeats=args.repeats, out=args.out, icc=args.icc, practice=args.practice,
+        dropout=args.dropout, seed=args.seed, processes=args.processes))
+    print(format_effect_power(report))
+    print(f"written: {args.out / 'power.json'}, power.csv, power.png")
+    return 0

@@ -109,7 +109,8 @@ def test_preregister_says_what_the_plan_lacks(tmp_path, capsys):
     assert "lacks stopping_rule, planned_n" in capsys.readouterr().err
     path.write_text(json.dumps({**STUDY, "preregistration": PLAN}))
     assert main(["preregister", str(path), "--out", str(tmp_path / "doc")]) == 2
-    assert "lacks planned_n (give --planned-n N)" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "lacks planned_n (give --planned-n N; `exag simulate power" in error and "--difference 0.10" in error
     path.write_text(json.dumps({**STUDY, "preregistration": {**PLAN, "primary": "explanations_used"}}))
     assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "9"]) == 2
     assert "'explanations_used' is not a primary test of this controlled study" in capsys.readouterr().err
@@ -235,6 +236,32 @@ def test_a_study_whose_links_name_the_arm_cannot_be_registered(tmp_path, capsys)
     path.write_text(json.dumps({**STUDY, "choose_arm": True, "preregistration": PLAN}))
     assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 2
     assert "choose_arm cannot be pre-registered" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, primary, why", [
+    ("at-will", "explanations_used", "players choose which games to buy explanations in"),
+    ("controlled", "overall_inc_none", "mixes a change of arm with a change of block"),
+    ("at-will", "offer", "needs a randomized offer of explanations"),
+])
+def test_associations_cannot_be_registered_and_the_offer_needs_randomizing(tmp_path, capsys, kind, primary, why):
+    path = tmp_path / "study.json"
+    extra = {"kind": "at-will", "arms": ["both"], "sessions": 1} if kind == "at-will" else {}
+    path.write_text(json.dumps({**STUDY, **extra, "preregistration": {**PLAN, "primary": primary}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and why in error and not (tmp_path / "doc.json").exists()
+
+
+def test_an_at_will_study_registers_its_randomized_offer(tmp_path, capsys):
+    path = tmp_path / "aw.json"
+    path.write_text(json.dumps({**STUDY, "kind": "at-will", "arms": ["both"], "sessions": 1, "offer": "randomized",
+                                "preregistration": {**PLAN, "primary": "offer_iv"}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "10"]) == 0
+    study = load_study(path)
+    assert study.preregistration["primary"] == "offer_iv"
+    changed = {**json.loads(path.read_text()), "offer": "always"}
+    with pytest.raises(ValueError, match="changed: offer"):
+        StudyConfig.from_dict(changed)
 
 
 def test_a_study_registered_in_the_first_format_still_holds_to_it():

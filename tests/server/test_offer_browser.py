@@ -9,6 +9,9 @@ import json
 import pytest
 from chromium import TIMEOUT_MS, ask, needs_chromium
 
+from experiments.analysis.data import Tables
+from experiments.analysis.report import analyze
+from game.export import tables
 from game.offer import offered, participant_key
 from game.settings import RATINGS
 
@@ -71,3 +74,15 @@ def test_the_page_sells_explanations_only_in_the_games_offered(browser, live_ser
     assert [e["offered"] for e in starts] == expected
     assert bought == {e["game"] for e in starts if e["offered"]}
     page.close()
+
+    # its analysis: the randomized offer's intention-to-treat and instrumented effects, listed as effects, beside
+    # the self-selected use of explanations, an association
+    report = analyze(Tables.from_frames(tables(store.events()), "the offer page's log").only(["itt-page"]))
+    listed = {t["name"]: t for t in report["studies"]["itt-page"]["tests"]}
+    assert listed["at_will.offer"]["claim"] == listed["at_will.offer_iv"]["claim"] == "effect"
+    assert listed["at_will.explanations_used"]["claim"] == "association"
+    offer = report["at_will"]["offer"]
+    assert offer["offered"]["n_games"] == offer["not_offered"]["n_games"] == 2
+    assert offer["uptake"]["share_used_offered"] == 1.0 and offer["uptake"]["share_used_not_offered"] == 0.0
+    assert offer["itt"]["win_rate"] is not None        # one participant: an estimate, too few for a p-value
+    assert offer["itt"]["p_value"] is None and "fewer than 4 participants" in offer["itt"]["note"]
