@@ -24,7 +24,7 @@ RATING_SCORE = {r: len(RATINGS) - i for i, r in enumerate(RATINGS)}   # "Helping
 GAME_KEYS = ("study", "participant", "arm", "game_number")
 ASSIGNMENT_COLUMNS = ["study", "participant", "slot", "block", "arm", "order", "assigned", "refilled_slot",
                       "assigned_by"]
-STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256"]
+STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256", "looks"]
 CHECK_EVENTS = ("comprehension", "colour_screen", "attention_check", "demographics", "screened_out")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # OWASP: a spreadsheet runs cells that start so
 
@@ -193,6 +193,10 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
         games[game].update(guess_image=e.get("guess_image"), right=e.get("right"), score=e.get("score"),
                            won=e.get("won"), questions=e.get("questions"), spent=e.get("spent"),
                            finished=e["time"], seconds=e.get("seconds"))
+    elif kind == "outcomes_looked" and e["study"] in studies:    # an export of a registered study: a look at outcomes
+        looks = json.loads(studies[e["study"]]["looks"] or "[]")
+        looks.append({k: e.get(k) for k in ("time", "where", "finished", "planned_n")})
+        studies[e["study"]]["looks"] = json.dumps(looks)
     elif kind == "rater_rating":
         rater.append({k: e.get(k) for k in ("rater", "item", "game", "round", "explainer", "kind",
                                              "explanation_rating", "answer_rating", "time")})
@@ -206,7 +210,21 @@ def _study_row(event: dict) -> dict:
     return {"study": event["study"], "created": event["time"], "kind": config.get("kind"),
             "config": json.dumps(config, sort_keys=True),
             "preregistration": json.dumps(plan, sort_keys=True) if plan else None,
-            "preregistration_sha256": plan.get("sha256")}
+            "preregistration_sha256": plan.get("sha256"), "looks": None}
+
+
+def outcome_looks(events: list[dict], where: str, now: float) -> list[dict]:
+    """An `outcomes_looked` event for each pre-registered study in `events`, with how many of its participants had
+    finished: exporting a registered study's data is a look at its outcomes (the console and the live report show
+    none before the planned N), and the analysis lists every look, those before the planned N as deviations."""
+    registered, finished = {}, {}
+    for e in events:
+        if e.get("type") == "study_created" and (e.get("config") or {}).get("preregistration", {}).get("sha256"):
+            registered[e["study"]] = e["config"]["preregistration"].get("planned_n")
+        elif e.get("type") == "finish":
+            finished[e.get("study")] = finished.get(e.get("study"), 0) + 1
+    return [{"type": "outcomes_looked", "time": now, "study": study, "where": where, "finished": finished.get(study, 0),
+             "planned_n": planned} for study, planned in registered.items()]
 
 
 def _check_result(row: dict, e: dict) -> None:

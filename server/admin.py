@@ -22,7 +22,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, redirect, re
 
 from game import preregistration
 from game.checks import CHECK_FLAGS
-from game.export import FORMATS, write_export
+from game.export import FORMATS, outcome_looks, write_export
 from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig
 
@@ -307,6 +307,9 @@ def export_zip():
     if fmt not in FORMATS:
         raise Refused(f"format: one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
     events = list(services().store.events())
+    for look in outcome_looks(events, "admin export", time.time()):
+        services().store.log(look)
+        events.append(look)
     buffer = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in write_export(events, tmp, fmt):

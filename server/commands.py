@@ -10,6 +10,7 @@ import argparse
 import atexit
 import json
 import os
+import time
 from functools import partial
 from pathlib import Path
 
@@ -214,7 +215,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from game.export import write_export
+    from game.export import outcome_looks, write_export
 
     from .embedded_redis import EmbeddedRedis
     from .store import Store
@@ -227,7 +228,11 @@ def export_command(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"no game data in {args.data_dir} (no Redis there); pass --data-dir or --redis-url")
         url = embedded.start().url
     try:
-        events = list(Store.connect(url).events())
+        store = Store.connect(url)
+        events = list(store.events())
+        for look in outcome_looks(events, "exag export", time.time()):
+            store.log(look)
+            events.append(look)
         written = write_export(events, args.out, args.format)
     finally:
         if embedded is not None:

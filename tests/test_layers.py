@@ -15,7 +15,6 @@ REPO = Path(__file__).resolve().parent.parent
 LAYERS = ("vqa_agent", "explainers", "game", "server", "experiments", "exag_cli")
 # deprecation shims that keep a moved module's old name importable for one release (issue 30): they import
 # the new place, which may sit above the old one
-SHIMS = {"server/bot.py": "experiments.simulate.bot", "server/simulate.py": "experiments.simulate.simulate"}
 FRONTEND_JS = REPO / "frontend" / "js"
 SERVER = REPO / "server"
 MAX_FILE_LINES = 400
@@ -68,17 +67,9 @@ def test_no_import_runs_up_the_layers():
         own = layer(module_name(path))
         for module, line in imported_modules(path):
             target = layer(module)
-            if target is not None and target > own and SHIMS.get(rel) != module:
+            if target is not None and target > own:
                 upward.append(f"{rel}:{line} imports {module} ({LAYERS[own]} is below {LAYERS[target]})")
     assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
-
-
-def test_the_shims_are_shims():
-    """Each allowed exception is only a deprecation shim: a warning and a re-export of the new module."""
-    for rel, new in SHIMS.items():
-        text = (REPO / rel).read_text(encoding="utf-8")
-        assert "DeprecationWarning" in text and f"from {new} import *" in text, rel
-        assert len(text.splitlines()) <= 10, f"{rel} is more than a shim"
 
 
 IMPORT_FROM = re.compile(r"""\b(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']""")

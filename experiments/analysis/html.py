@@ -825,6 +825,13 @@ def _label(report: dict, section: str) -> str:
     return ' <span class="tag exploratory">exploratory</span>'
 
 
+def _when(seconds) -> str:
+    """A logged time (Unix seconds) as 'YYYY-MM-DD HH:MM UTC'."""
+    if not isinstance(seconds, (int, float)):
+        return DASH
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def preregistration_section(report: dict) -> str:
     """On pre-registered data: the hash, the plan, the exclusions applied and what each removed, the primary
     test's result and its sensitivity analysis (no exclusions); nothing otherwise."""
@@ -852,6 +859,10 @@ def preregistration_section(report: dict) -> str:
                 ["registered with", _e(f"exag {(plan.get('registered') or {}).get('exag_version') or '(not recorded)'}"
                                        f", agent checkpoint "
                                        f"{(plan.get('registered') or {}).get('agent_fingerprint') or '(not registered)'}")],
+                ["looks at outcomes (exports)", "<br>".join(
+                    f"{_when(look.get('time'))}, "
+                    f"{_e(look.get('where'))}, {_e(look.get('finished'))} of {_e(look.get('planned_n'))} finished"
+                    for look in plan.get("looks") or []) or "none"],
                 ["other deviations", "<br>".join(f"<b>{_e(d)}</b>" for d in plan.get("deviations") or []) or "none"]]
         out.append(f"<h3>{_e(study)}</h3>" + _table(["", ""], rows, 2))
     if removed:

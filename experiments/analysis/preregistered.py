@@ -7,8 +7,9 @@ default, `exag analyze`:
 - reports the registered primary comparison under report["preregistration"], with the hash, and labels
   every other analysis exploratory ("labels");
 - repeats the primary comparison without any exclusion: the sensitivity analysis (report["sensitivity"]);
-- lists as deviations an analysed N other than the planned one and an exag version other than the
-  registered one ("deviations").
+- lists as deviations an analysed N other than the planned one, an exag version other than the
+  registered one and every export of the study's data before its planned N had finished ("deviations"; every
+  export is listed under "looks").
 `--exclude FLAGS` on such data is allowed and applies those flags instead, labelled a deviation from the
 pre-registration; `--no-exclusions` reports only the unexcluded analysis.
 """
@@ -92,7 +93,14 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
             "applied": [] if analysis == UNEXCLUDED else applied if analysis == DEVIATION else plan["exclusions"],
             "deviation": deviation,
             "participants": analysed,
+            "looks": looks_at_outcomes(tables.studies, study),
             "result": primary_result(plan.get("primary"), mine) if mine else {"missing": "no finished games"}}
+        early = [look for look in studies[study]["looks"] if look.get("planned_n") and
+                 (look.get("finished") or 0) < look["planned_n"]]
+        if early:
+            studies[study]["deviations"].append(
+                f"its outcomes were exported {len(early)} time(s) before the planned {plan.get('planned_n')} "
+                f"participants had finished (at {', '.join(str(look.get('finished')) for look in early)} finished)")
     # only the analysis as registered has a confirmatory test; with other exclusions every one is exploratory
     primary_sections = {_section_of(plan.get("primary")) for plan in plans.values()} if analysis == PREREGISTERED \
         else set()
@@ -103,6 +111,19 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
     if analysis in (PREREGISTERED, DEVIATION) and (applied or exclusions["participants"]):
         out["sensitivity"] = sensitivity(tables, plans, guarded, notes)
     return out
+
+
+def looks_at_outcomes(studies, study: str) -> list[dict]:
+    """Every export of a registered study's data (game/export.py outcome_looks): when, where, and how many of its
+    participants had finished then."""
+    if studies.empty or "looks" not in studies.columns:
+        return []
+    texts = studies.loc[studies["study"] == study, "looks"]
+    try:
+        looks = json.loads(texts.iloc[-1]) if len(texts) and isinstance(texts.iloc[-1], str) else []
+    except ValueError:
+        return []
+    return [look for look in looks if isinstance(look, dict)] if isinstance(looks, list) else []
 
 
 def other_deviations(plan: dict, analysed: int) -> list[str]:

@@ -32,7 +32,8 @@ report = {
                       "odds_ratio", "odds_ratio_ci", "p_value", "p_value_clustered", "test", "test_clustered"}
                      | {"missing"},
                      # p_value_clustered: the paired sign-flip test of the control participants' own even - odd
-    "net_of_practice": {"model": str, **gee, "test": str} | {"missing"},   # p_value: stats.relabel_test
+    "net_of_practice": {"model": str, **gee, "test": str, "difference", "difference_ci", "claim": "effect"}
+                       | {"missing"},              # p_value: stats.studentized_relabel_test
                      # of participants' own even - odd difference, explanation arms vs not (the odds ratio: GEE)
                      # "even"/"odd" here and in control_group: the blocks that show (would show) explanations
                      # in the participant's order vs the others; for abab participants even and odd blocks
@@ -42,7 +43,9 @@ report = {
       "statement"?: str,                           # when confounded, what it means (no estimates then)
       "cells"?: {"abab"|"baba": {"with_expl": cell, "no_expl": cell}},
       "win_rate_difference"?: {"abab", "baba", "mean_of_orders": float|None},   # with - without per order
-      "with_vs_without"?: gee, "order_effect"?: gee, "interaction"?: gee}   # won ~ shows + starts_with_explanations
+      "with_vs_without"?: gee, "order_effect"?: gee, "interaction"?: gee,   # won ~ shows + starts_with_explanations
+      "first_period"?: {"win_rate", "win_rate_ci", "p_value", "test", "claim": "effect", "definition",
+                        "n_participants": {"baba", "abab"}}}   # the carryover check: block 1, baba - abab
       | {"missing"},                               # (+ their product for the interaction), GEE odds ratios,
                                                    # wild cluster bootstrap p-values
     "notes"?: [str]}                               # or {"table1": [], "missing": str}
@@ -57,6 +60,11 @@ report = {
                                                # participant's own difference; p_value: the paired test
                                                # over participants that "test" names
            "improvement_over_baseline": {"score", "win_rate", "definition": str},  # with expl minus own block 1
+           "effect"?: {"win_rate", "win_rate_ci", "score", "score_ci", "p_value", "test", "claim": "effect",
+                       "definition", "n_participants", "by_order": {"abab", "baba"}, "note"?},
+                       # rows of explanation arms (not overall_inc_none): controlled.crossover, the registrable
+                       # effect test (participant and block fixed effects, wild bootstrap); p_value None with a
+                       # note "not offered" when every participant of the row played one order
            "p_value", "test", "p_value_clustered", "test_clustered", "p_value_score_clustered",
            "test_score_clustered", "n_participants", "note"?}  # overall_inc_none with arms both with and without
            # explanations: p_value(_score)_clustered from stats.relabel_test (controlled.between_arms), the rest
@@ -66,7 +74,16 @@ report = {
     "studies": [id],
     "explanations_used": {"with": rate+{"score"}, "without": rate+{"score"}, "overall": rate+{"score"},
                           "difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test",
-                          "p_value_clustered", "test_clustered", "n_participants", "note"?},
+                          "p_value_clustered", "test_clustered", "n_participants", "claim": "association",
+                          "statement": str, "note"?},
+    "within_participants": {"odds_ratio", "odds_ratio_ci", "p_value", "method", "adjusted_for": [str],
+                            "n_participants"?, "claim": "association", "statement": str,
+                            "buying": {"participants", "never_bought", "always_bought", "both"},
+                            "paired": {"mean", "ci", "p_value", "test", "n"}, "note"?},   # conditional logit
+    "offer"?: {"n_participants", "offered": rate+{"score"}, "not_offered": rate+{"score"},   # offer "randomized"
+               "uptake": {"share_used_offered", "share_used_not_offered", "difference", "difference_ci"},
+               "itt": {"win_rate", "win_rate_ci", "p_value", "test", "claim": "effect"},
+               "iv": {"win_rate", "win_rate_ci", "p_value", "test", "claim": "effect", "note"?}} | {"missing"},
     "adoption": {"first_half": share, "second_half": share, "difference", "difference_ci", "odds_ratio",
                  "odds_ratio_ci", "p_value", "test", "p_value_clustered", "test_clustered", "n_participants",
                  "by_play": [{"play": int, "n_games", "share", "ci", "win_rate"}],
@@ -182,16 +199,28 @@ report = {
                            "deviation": str | None, "participants": int,   # analysed, beside planned_n
                            "registered": {"exag_version"?, "agent_fingerprint"?},   # what exag preregister
                                                    # registered ({} for the first format)
-                           "deviations": [str],    # N analysed != planned_n; another exag version analyses
+                           "looks": [{"time", "where", "finished", "planned_n"}],   # every export of the
+                                                   # study's data (game/export.py outcome_looks)
+                           "deviations": [str],    # N analysed != planned_n; another exag version analyses;
+                                                   # an export before the planned N had finished
                            "result": table1 row | net_of_practice | explanations_used | {"missing"}}}},
   "sensitivity"?: {                                # when exclusions were applied to pre-registered data
     "exclusions": [], "description": str,
     "studies": {study_id: {"participants", "games": int, "result": (as above, no exclusion)} | {"missing"}}},
+  "flow": {"definition": str, "studies": {study_id: study_flow}, "pooled"?: study_flow, "notes": [str]},
+                                                   # flow.py (its docstring has study_flow, row, bounds):
+                                                   # everyone who joined, once, by arm x order; the attrition
+                                                   # test; worst-case bounds for unplayed games; flags and
+                                                   # the analysed sample by arm
+  "tests": [{"name", "p_value", "estimate", "estimate_of", "claim": "effect"|"association", "unit",
+             "calibrated_under": [scenario], "test", "path", "role": "primary"|"exploratory"}],
+                                                   # claims.py: every p-value of the pooled sections with what it
+                                                   # claims; the registered primary's own test is the one "primary"
   "methods": str,                                  # a paragraph: definitions, tests, exclusions
   "notes": [str],                                  # everything missing or left out, by file and column
   "studies": {study_id: {"kind", "n", "controlled", "at_will", "by_helpfulness", "difficulty_by_rating",
                          "rating_histograms", "by_correctness", "answer_correctness", "correlations",
-                         "agreement", "benchmarks", "notes": [str]}},
+                         "agreement", "benchmarks", "notes": [str], "tests": [test]}},   # tests: as above
 }
 Top-level sections other than `controlled` and `at_will` pool every analysed study; those of Figs. 6-10 pool
 only studies of one kind (above: "by_kind" when both kinds are analysed), the others (correlations,

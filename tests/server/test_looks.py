@@ -1,0 +1,44 @@
+"""Issue 43, no peeking: exporting a pre-registered study's data is a look at its outcomes (the console and the live
+report show none before the planned N). Each export logs it, with how many participants had finished, and the
+analysis lists every look, those before the planned N as deviations."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pandas as pd
+from cli import exag
+
+from experiments.analysis.data import Tables
+from experiments.analysis.report import analyze
+from game.export import tables
+
+PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
+        "stopping_rule": "Stop when 30 participants have finished.", "exclusions": []}
+STUDY = {"study_id": "looked", "kind": "controlled", "arms": ["none", "attention"], "sessions": 4,
+         "games_per_session": 1, "completion_code": "LOOKED", "preregistration": PLAN}
+
+
+def test_an_export_of_a_registered_study_is_a_logged_look_listed_by_the_analysis(app, tmp_path):
+    path = tmp_path / "looked.json"
+    path.write_text(json.dumps(STUDY))
+    assert exag("preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "30").returncode == 0
+    client = app.test_client()
+    created = client.post("/admin/studies?token=test-admin", data={"config": path.read_text()})
+    assert created.status_code == 302
+    store = app.extensions["exag"].store
+    before = sum(e["type"] == "outcomes_looked" for e in store.events())
+
+    exported = client.get("/admin/export.zip?token=test-admin&format=csv")
+    assert exported.status_code == 200
+    looks = [e for e in store.events() if e["type"] == "outcomes_looked"][before:]
+    assert [(e["study"], e["where"], e["finished"], e["planned_n"]) for e in looks] == [("looked", "admin export", 0, 30)]
+    with zipfile.ZipFile(io.BytesIO(exported.data)) as archive:       # the export holds its own look
+        studies = pd.read_csv(archive.open("studies.csv"))
+    assert json.loads(studies.set_index("study").loc["looked", "looks"])[-1]["where"] == "admin export"
+
+    report = analyze(Tables.from_frames(tables(store.events()), "the server's log"))
+    held = report["preregistration"]["studies"]["looked"]
+    assert [look["where"] for look in held["looks"]] == ["admin export"]
+    assert any("exported 1 time(s) before the planned 30 participants had finished" in d for d in held["deviations"])
