@@ -44,7 +44,8 @@ from .points import INTERVAL, TEST_VS_BASELINE, TEST_VS_BASELINE_NAIVE, baseline
     versus_baseline
 from .ratings import OVERALL
 from .scales import ANSWER_SCALE, EXPLANATION_SCALE
-from .stats import compare_rates, correlation, gee_logit, logit_clustered, logit_test, weighted_kappa
+from .stats import (compare_rates, correlation, game_level_trend, gee_logit, logit_clustered, logit_test,
+                    weighted_kappa)
 
 SOURCES = {"raters": ("rater_rank", "answer_rater_rank"), "automatic": ("auto_rank", "answer_auto_rank")}
 ON_POINT = 1                        # ranks 0 and 1: Exactly and Mostly on-point, "above Indifferent"
@@ -110,7 +111,9 @@ def _by_source(frames: Frames, column: str) -> dict:
     points = {OVERALL: overall, **{x: _points(graded[graded["explainer"] == x], column, boot) for x in explainers}}
     goodness = pd.DataFrame({"goodness": len(EXPLANATION_SCALE) - 1 - real[column]})
     trend = logit_clustered(real["won"], goodness, real["cluster"], "goodness")
-    return {"points": points, "n_items": int(len(graded)), "trend": trend, "baseline": baseline_rate(baseline, boot),
+    per_game = game_level_trend(real.assign(goodness=goodness["goodness"].to_numpy()), "goodness")
+    return {"points": points, "n_items": int(len(graded)), "trend": trend, "trend_per_game": per_game,
+            "baseline": baseline_rate(baseline, boot),
             "baseline_definition": definition}
 
 

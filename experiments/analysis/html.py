@@ -682,12 +682,17 @@ def _points_table(points: list[dict], baseline, label: str) -> str:
                    "p vs baseline (clustered, Holm)"], rows, 1)
 
 
-def _trend(trend) -> str:
+def _trend(trend, per_game=None) -> str:
+    """A figure's trend test, and the same with one row per game (stats.game_level_trend) when there is one."""
     if not isinstance(trend, dict) or trend.get("odds_ratio") is None:
         why = trend.get("note") if isinstance(trend, dict) else None
         return f"Trend: no clustered test{f' ({_e(why)})' if why else ''}."
-    return (f"Trend: odds ratio per step {_num(trend['odds_ratio'])}{_ci(trend.get('odds_ratio_ci'), False, 2)}, "
-            f"{_p_is(trend.get('p_value'))} ({_e(trend.get('n_clusters'))} participants).")
+    out = (f"Trend: odds ratio per step {_num(trend['odds_ratio'])}{_ci(trend.get('odds_ratio_ci'), False, 2)}, "
+           f"{_p_is(trend.get('p_value'))} ({_e(trend.get('n_clusters'))} participants)")
+    if isinstance(per_game, dict) and per_game.get("odds_ratio") is not None:
+        out += (f"; one row per game: {_num(per_game['odds_ratio'])}{_ci(per_game.get('odds_ratio_ci'), False, 2)}, "
+                f"{_p_is(per_game.get('p_value'))} ({_e(per_game.get('n_games'))} games)")
+    return out + "."
 
 
 def _fig7_numbers(section: dict) -> str:
@@ -695,7 +700,7 @@ def _fig7_numbers(section: dict) -> str:
         return ""
     out = ""
     for mode, points in (section.get("points") or {}).items():
-        out += (f"<p><b>{_e(mode_name(mode))}</b>. {_trend((section.get('trend') or {}).get(mode))}</p>"
+        out += (f"<p><b>{_e(mode_name(mode))}</b>. {_trend((section.get('trend') or {}).get(mode), (section.get('trend_per_game') or {}).get(mode))}</p>"
                 + _points_table(points, (section.get("baseline") or {}).get(mode), "baseline: games without explanations"))
     return (f"<details><summary>Fig. 7 in numbers: each point's intervals and test</summary><p class=\"small\">"
             f"Interval drawn: {_e(section.get('interval'))}. Test against the baseline: "
@@ -745,7 +750,7 @@ def _fig9_numbers(section: dict) -> str:
         data = section.get(source)
         if _missing(data):
             continue
-        out += (f"<p><b>{_e(source)}</b>, overall. {_trend(data.get('trend'))} Baseline: "
+        out += (f"<p><b>{_e(source)}</b>, overall. {_trend(data.get('trend'), data.get('trend_per_game'))} Baseline: "
                 f"{_e(data.get('baseline_definition'))}.</p>"
                 + _points_table((data.get("points") or {}).get("overall") or [], data.get("baseline"),
                                 "adjusted baseline: games without explanations"))

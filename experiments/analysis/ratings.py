@@ -35,7 +35,7 @@ from .kinds import per_kind
 from .points import INTERVAL, TEST_VS_BASELINE, TEST_VS_BASELINE_NAIVE, baseline_rate, panel_bootstrap, rate_points, \
     versus_baseline
 from .scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
-from .stats import correlation, logit_clustered, mean_ci
+from .stats import correlation, game_level_trend, logit_clustered, mean_ci
 
 OVERALL = "overall"
 TREND = ("the participant-clustered test of the rating (1-5) in a logistic regression of the win (stats.logit_clustered; "
@@ -75,13 +75,14 @@ def _by_helpfulness(frames: Frames) -> dict:
     baseline_games = games[(games["expl_arm"] == 1) & (games["shows"] == 0)]
     groups = [(OVERALL, _real(rated), _real(baseline_games))] + [
         (arm, rated[rated["arm"] == arm], baseline_games[baseline_games["arm"] == arm]) for arm in _modes(frames)]
-    points, baselines, trends = {}, {}, {}
+    points, baselines, trends, per_game = {}, {}, {}, {}
     for mode, ratings, base in groups:
         boot = panel_bootstrap(ratings, base)
         baselines[mode] = baseline_rate(base, boot)
         points[mode] = _win_points(ratings, base, boot)
         trends[mode] = logit_clustered(ratings["won"], ratings[["score"]], ratings["cluster"], "score")
-    return {"points": points, "baseline": baselines, "trend": trends,
+        per_game[mode] = game_level_trend(ratings, "score")
+    return {"points": points, "baseline": baselines, "trend": trends, "trend_per_game": per_game,
             "unit": "a helpfulness rating of a round with explanations; the outcome is its game's",
             "baseline_definition": "the same arms' games without explanations",
             "interval": INTERVAL, "test_vs_baseline": TEST_VS_BASELINE,

@@ -108,6 +108,7 @@ report = {
     "points": {mode: [{"rating": label, "score": 5..1, "n", "win_rate", **point_ci, "n_games",
                        **vs_baseline}]},           # 5 points, best rating first; Holm over a mode's 5 points
     "baseline": {mode: rate + point_ci}, "trend": {mode: gee (per rating step up)}, "unit": str,
+    "trend_per_game": {mode: gee + {"n_games"}},   # the same with one row per game (its mean rating)
     "baseline_definition": str, "interval": str, "test_vs_baseline": str, "test_vs_baseline_naive": str,
     "trend_test": str} | {"missing"},
   "difficulty_by_rating": {                        # Fig. 8
@@ -136,6 +137,7 @@ report = {
                                       **vs_baseline}],                       # sham arms left out of "overall"
                          explainer: [{"rating", "rank", "n", "win_rate", **point_ci, "n_games"}]},
               "n_items": int, "trend": gee (per step toward on-point, overall),
+              "trend_per_game": gee + {"n_games"},  # one row per game (its explanations' mean grade)
               "baseline": rate + point_ci,         # the paper's adjusted baseline: games without explanations
               "baseline_definition": str}          # that have correctness ratings from this source
     kappa = {"weighted_kappa", "ci", "p_value", "weights": "linear", "n_items", "exact_agreement", "note"?}

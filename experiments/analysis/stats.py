@@ -297,6 +297,18 @@ def logit_clustered(y, exog: pd.DataFrame, clusters, term: str) -> dict:
     return _logit_clustered(y, exog, clusters, term, LOGIT_CLUSTERED, with_p=True)
 
 
+GAME_LEVEL = ("one row per game: the mean of its rows' {value} against the game's outcome, so that a game rated (or "
+              "graded) in several rounds counts its win once; ")
+
+
+def game_level_trend(rows: pd.DataFrame, value: str) -> dict:
+    """logit_clustered of the win on `value` with one row per game (the mean of its rows' values): Figs. 7 and 9 rate
+    rounds and explanations, whose outcome is their game's, so the per-row trend counts a game's win once per row."""
+    games = rows.groupby("game_id").agg(won=("won", "first"), value=(value, "mean"), cluster=("cluster", "first"))
+    fitted = logit_clustered(games["won"], games[["value"]].rename(columns={"value": value}), games["cluster"], value)
+    return {**fitted, "method": GAME_LEVEL.format(value=value) + fitted["method"], "n_games": int(len(games))}
+
+
 def _logit_clustered(y, exog: pd.DataFrame, clusters, term: str, method: str, with_p: bool) -> dict:
     y, exog, clusters, out = _complete_cases(y, exog, clusters, method)
     why = _unfittable(y, exog[term], out["n_clusters"])
