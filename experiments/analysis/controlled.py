@@ -112,14 +112,29 @@ def crossover(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
     data = pd.concat([known, anchor])
     design = pd.concat([data["shows"].astype(float), pd.get_dummies(data["block"], prefix="block", drop_first=True),
                         pd.get_dummies(data["cluster"], prefix="participant")], axis=1).astype(float).to_numpy()
-    win = wild_cluster_test(data["won"].to_numpy(float), design, data["cluster"].to_numpy(), 0)
+    units = _unit_of(data).to_numpy()           # a re-dealt slot's two holders are one draw: one cluster
+    win = wild_cluster_test(data["won"].to_numpy(float), design, units, 0)
     if isinstance(win, str):
         return {**out, "note": win}
-    score = wild_cluster_test(data["score"].to_numpy(float), design, data["cluster"].to_numpy(), 0)
+    score = wild_cluster_test(data["score"].to_numpy(float), design, units, 0)
     scored = {} if isinstance(score, str) else {"score": score.estimate,
                                                 "score_ci": list(score.ci) if score.ci else None}
     return {**out, **scored, "win_rate": win.estimate, "win_rate_ci": list(win.ci) if win.ci else None,
             "p_value": win.p_value, "test": win.method, "n_participants_model": win.n_clusters}
+
+
+def _unit_of(games: pd.DataFrame) -> pd.Series:
+    """Each game's unit of randomization (frames.py `unit`: the assignment slot), else its participant."""
+    return games["unit"] if "unit" in games.columns else games["cluster"]
+
+
+def per_unit(values: pd.Series, flags: pd.Series, games: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Participant values (indexed by cluster) and their 0/1 group, as one value per unit of randomization: the
+    mean over a re-dealt slot's holders (who share its one draw, so a randomization test must move them together)."""
+    unit = _unit_of(games).groupby(games["cluster"]).first().reindex(values.index)
+    frame = pd.DataFrame({"value": values.to_numpy(float), "flag": np.asarray(flags, dtype=float),
+                          "unit": unit.to_numpy()}).groupby("unit", sort=False).mean()
+    return frame["value"].to_numpy(), frame["flag"].to_numpy() == 1
 
 
 def cell(games: pd.DataFrame) -> dict:
@@ -275,8 +290,8 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     # with-block - other-block difference, studentized: exact under no effect on any game at any size, and it keeps
     # its level when effects differ between participants and the arms differ in size (1:3 with one control arm)
     own = own_difference(known, even)
-    arm = known.groupby("cluster")["expl_arm"].max().reindex(own.index).to_numpy() == 1
-    tested = studentized_relabel_test(own.to_numpy(), arm)
+    arm = known.groupby("cluster")["expl_arm"].max().reindex(own.index)
+    tested = studentized_relabel_test(*per_unit(own, arm, known))
     note = join_notes(fitted.get("note"), tested.get("note"))
     return {"model": "won ~ with_block + explanation_arm + with_block:explanation_arm (with_block: a block that "
                      "shows explanations in the participant's order, even for abab, odd for baba)", **fitted,
@@ -337,7 +352,7 @@ def first_period(games: pd.DataFrame) -> dict:
     first = games[games["block"] == 1]
     rates = first.assign(starts=starts_with(first).astype(float)).groupby("cluster").agg(
         won=("won", "mean"), starts=("starts", "first"))
-    tested = studentized_relabel_test(rates["won"].to_numpy(), rates["starts"].to_numpy() == 1)
+    tested = studentized_relabel_test(*per_unit(rates["won"], rates["starts"], first))
     return {"definition": FIRST_PERIOD, "win_rate": tested["difference"], "win_rate_ci": tested["difference_ci"],
             "p_value": tested["p_value"], "test": tested["test"], "claim": "effect",
             "n_participants": {"baba": tested["n_group"], "abab": tested["n_rest"]},

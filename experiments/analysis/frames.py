@@ -18,6 +18,8 @@ Definitions made once, here:
 - `offered` (at-will studies with a randomized offer): 1.0 where explanations could be bought in the game, 0.0
   where the seeded draw withheld them, NaN elsewhere;
 - `play`: the game's place in its participant's games, 1-based (`game_number`, then start time);
+- `unit`: the unit of randomization, the participant's assignment slot (a slot re-dealt after a dropout is shared
+  by its two holders), else the participant;
 - `expl_arm`: the arm shows explanations (its modes, game/study.py; "none" does not);
 - `sham`: the arm shows a sham explanation (game/study.py SHAM_MODES: a real explainer's output for another
   image of the round), a sanity check: it has its own rows, never in the "overall" ones;
@@ -136,6 +138,7 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] | dict
     games["order"] = np.where(games["kind"] == CONTROLLED, order.where(order.isin(PLAYED), "abab"), None)
     games["starts_with"] = starts_with(games).astype(float)
     games["play"] = _play_index(games)
+    games["unit"] = _units(games, tables.assignments)
     # at-will studies with a randomized offer (game/study.py `offer`): whether explanations could be bought
     games["offered"] = games["offered"].astype(float) if "offered" in games.columns else np.nan
 
@@ -195,6 +198,20 @@ def _exclusions(participants: pd.DataFrame, games: pd.DataFrame, flags: set[str]
             "games": int(excluded.sum()), "flagged_participants": by_flag, "clusters": clusters,
             "removed": {name: {"participants": len(who & played), "games": int(games["cluster"].isin(who).sum())}
                         for name, who in removed.items()}}
+
+
+def _units(games: pd.DataFrame, assignments: pd.DataFrame) -> pd.Series:
+    """Each game's unit of randomization: its participant's arm-assignment slot (game/assignment.py). A slot that was
+    re-dealt after its first holder dropped out is one draw shared by two participants, so the randomization tests
+    move them together; a participant without a slot (an arm chosen by the link, an export from before slots) is
+    their own unit."""
+    if assignments.empty or "slot" not in assignments.columns:
+        return games["cluster"].copy()
+    known = assignments.dropna(subset=["slot"]).drop_duplicates(["study", "participant"], keep="last")
+    slot = pd.Series([f"{s}:slot {int(float(n))}" for s, n in zip(known["study"], known["slot"])],
+                     index=known["study"].astype(str) + ":" + known["participant"].astype(str))
+    mapped = games["cluster"].map(slot).astype(object)
+    return mapped.where(mapped.notna(), games["cluster"])
 
 
 def _kinds(games: pd.DataFrame, notes: list[str]) -> dict[str, str | None]:

@@ -144,3 +144,15 @@ def test_only_the_registered_primary_is_tagged_primary(tmp_path):
     tag_primary(tests, {"primary": "overall"}, "deviation")
     assert {t["role"] for t in tests} == {"exploratory"}
     assert listed_tests({"controlled": {"missing": "none"}}) == []
+
+
+def test_a_re_dealt_slot_is_one_draw_for_the_randomization_tests():
+    from experiments.analysis.controlled import net_of_practice, per_unit
+    games = crowd_study(np.random.default_rng(6), Crowd(order="counterbalanced"), 16)
+    # p1 dropped out and p9 took over its slot (same arm and order): one draw shared by two participants
+    games["unit"] = games["cluster"].where(games["cluster"] != "p9", "p1")
+    values = games.groupby("cluster")["won"].mean()
+    arm = games.groupby("cluster")["expl_arm"].max()
+    merged, flags = per_unit(values, arm, games)
+    assert len(merged) == 15 and len(flags) == 15
+    assert "all 1,365 relabelings" in net_of_practice(games)["test"]     # C(15, 4): 15 units, 4 of them control
