@@ -376,7 +376,7 @@ def _table1_lines(controlled: dict) -> list[str]:
     def p(value) -> str:
         return "-" if value is None else "<0.0001" if value < 1e-4 else f"{value:.4f}"
     headers = ["mode", "with expl", "no expl", "group baseline", *(name for name, _ in PRINTED_IMPROVEMENTS),
-               "p (z-test*)", "p (clustered)", "p (paired)"]
+               "effect", "p (effect)", "p (z-test*)", "p (clustered)", "p (paired)"]
     body = []
     for r in rows:
         paper, imp = r.get("improvement_paper") or {}, r.get("improvement") or {}
@@ -384,8 +384,12 @@ def _table1_lines(controlled: dict) -> list[str]:
         body.append([str(r.get("mode")), rate(r.get("with_expl")), rate(r.get("no_expl")),
                      rate(r.get("group_baseline")), _percentage_points(paper.get("win_rate"), 2),
                      _percentage_points(imp.get("win_rate")), _percentage_points(within.get("win_rate")),
+                     _percentage_points((r.get("effect") or {}).get("win_rate")), p((r.get("effect") or {}).get("p_value")),
                      p(r.get("p_value")), p(r.get("p_value_clustered")), p(within.get("p_value"))])
     lines = ["Table 1, win rates (improvements in percentage points):", *_text_table(headers, body)]
+    lines.append("  effect: the effect of showing explanations (participant and block fixed effects, wild bootstrap): "
+                 "the one p-value per row whose claim is an effect, offered when both orders were played; every "
+                 "other p-value is an association (report.json's `tests` lists each with its claim)")
     lines += [f"  {name}: {meaning}" for name, meaning in PRINTED_IMPROVEMENTS]
     lines.append(f"  * {UNCALIBRATED_Z}")
     overall = next((r for r in rows if r.get("mode") == "overall"), None)
@@ -486,7 +490,13 @@ def format_summary(report: dict, written: dict) -> str:
     if used.get("with") or used.get("without"):
         lines.append(f"At-will: win rate using explanations {_printed_rate(used.get('with'))}, never using them "
                      f"{_printed_rate(used.get('without'))}; {_printed_p(used.get('p_value'))} (z-test*), "
-                     f"{_printed_p(used.get('p_value_clustered'))} (clustered)")
+                     f"{_printed_p(used.get('p_value_clustered'))} (clustered): an association (players chose when "
+                     "to buy)")
+        offer = (report.get("at_will") or {}).get("offer") or {}
+        if offer.get("itt"):
+            lines.append(f"At-will, randomized offer: offered - not offered {_percentage_points(offer['itt'].get('win_rate'))}"
+                         f" points, {_printed_p(offer['itt'].get('p_value'))} (effect, intention to treat); effect of "
+                         f"use, the offer as instrument {_percentage_points((offer.get('iv') or {}).get('win_rate'))} points")
     else:
         lines.append(f"At-will: {(report.get('at_will') or {}).get('missing') or 'no at-will games'}")
     notes = report.get("notes") or []

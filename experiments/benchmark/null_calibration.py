@@ -181,6 +181,32 @@ def markdown(rows: list[dict], lifts: tuple[float, ...], effect_only: bool = Fal
     return "\n".join(lines)
 
 
+def pivot(rows: list[dict], claim: str, value: str = "false_positive_rate", lift: str | None = None) -> str:
+    """A markdown table of one claim's tests, a row per test and scenario, a column per size: the false-positive
+    rate with its interval (or, with `lift`, the power at it); bold where an effect test exceeds TARGET."""
+    sizes = sorted({r["participants"] for r in rows})
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    for r in rows:
+        if r["claim"] != claim:
+            continue
+        if lift is not None:
+            power = r["power"].get(lift)
+            text = "-" if power is None else f"{100 * power:.0f}"
+        elif r["false_positive_rate"] is None:
+            text = "-"
+        else:
+            rate, (low, high) = r["false_positive_rate"], r["false_positive_ci"]
+            text = f"{100 * rate:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+            if claim == EFFECT and rate > TARGET:
+                text = f"**{text}**"
+        cells.setdefault((r["test"], r["scenario"]), {})[r["participants"]] = text
+    head = ["test", "scenario"] + [f"{n} participants" for n in sizes]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (test, scenario), by_size in sorted(cells.items()):
+        lines.append("| " + " | ".join([f"`{test}`", scenario] + [by_size.get(n, "-") for n in sizes]) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -251,7 +277,13 @@ def main(argv: list[str] | None = None) -> int:
                             "replicates": replicates, "power_replicates": power_replicates, "sizes": sizes,
                             "lifts": list(lifts), "seed": args.seed,
                             "scenarios": {n: SCENARIOS[n].description for n in names}, "rows": rows})
-        path.with_suffix(".md").write_text(markdown(rows, lifts) + "\n")
+        shown = [f"{lift:g}" for lift in lifts if lift]
+        path.with_suffix(".md").write_text(
+            "## Tests with claim 'effect': false positives % [95% CI]\n\n" + pivot(rows, EFFECT) + "\n\n"
+            + "".join(f"## Tests with claim 'effect': power % at +{100 * float(l):.0f} points\n\n"
+                      + pivot(rows, EFFECT, lift=l) + "\n\n" for l in shown if any(r["power"] for r in rows))
+            + "## Associations: share significant % [95% CI]\n\n" + pivot(rows, "association") + "\n\n"
+            + "## Every row\n\n" + markdown(rows, lifts) + "\n")
     return 0
 
 
