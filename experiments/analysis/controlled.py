@@ -75,7 +75,9 @@ ORDER_MODEL = ("won ~ shows + starts_with_explanations, and with shows:starts_wi
 ORDER_EFFECT = ("order_effect: the odds ratio of a win for participants who start with explanations (baba) vs "
                 "without (abab), at the same explanation status; with_vs_without: that of a game with explanations "
                 "vs one without, order held fixed (half of each arm in each order: practice cancels); interaction: "
-                "how much the with-vs-without odds ratio differs between the orders")
+                "how much the with-vs-without odds ratio differs between the orders, which practice alone makes "
+                "(explanations come later for abab, earlier for baba): an association, not a carryover test; the "
+                "carryover check is first_period")
 CONFOUNDED = ("every participant of the explanation arms played the same order ({order}: {first} explanations "
               "first), so order and explanations are confounded: every block with explanations {when} one "
               "without, and practice and explanations cannot be separated (only the arm "

@@ -203,6 +203,8 @@ def pivot(rows: list[dict], claim: str, value: str = "false_positive_rate", lift
     head = ["test", "scenario"] + [f"{n} participants" for n in sizes]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (test, scenario), by_size in sorted(cells.items()):
+        if all(text == "-" for text in by_size.values()):
+            continue                                  # not offered in this scenario (e.g. Table 1's effect, abab)
         lines.append("| " + " | ".join([f"`{test}`", scenario] + [by_size.get(n, "-") for n in sizes]) + " |")
     return "\n".join(lines)
 
