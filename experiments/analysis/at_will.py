@@ -13,9 +13,10 @@ Only a randomized offer makes an effect estimable (`offer` below).
   its set difficulty), and the paired test over participants who played both ways, with the shares who never
   and always bought. Still an association: within a player, which games they buy in is chosen.
 - offer (a study with `offer: "randomized"`, game/study.py): explanations were available in a seeded random
-  half of each participant's games. Intention to treat: each participant's win rate in offered minus
-  not-offered games, averaged over participants, with the paired sign-flip test (the offer is randomized
-  within participants, so practice and skill are balanced by design): an **effect** of offering. The
+  half of each participant's games. Intention to treat: the win on the offer with a fixed effect per participant
+  (each participant's offered against their own not-offered games), its p-value from re-drawing the offers
+  within each participant (stats.within_relabel_test: the offer is randomized within participants, so the test
+  is exact whatever skill, practice or numbers of games): an **effect** of offering. The
   effect of use, with the offer as instrument (Wald: the intention-to-treat difference over the difference in
   use; the effect among those the offer moves to buy), has the same test (Anderson-Rubin: no effect of use
   means no effect of the offer) and a participant-bootstrap interval.
@@ -35,19 +36,22 @@ from statsmodels.discrete.conditional_models import ConditionalLogit
 from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
 from .frames import AT_WILL, Frames
-from .stats import ALPHA, MAX_LOG_ODDS, compare_rates, logit_clustered, mean_ci, mean_test, odds_ratio, rate, rate_of
+from .stats import (ALPHA, MAX_LOG_ODDS, compare_rates, logit_clustered, mean_ci, mean_test, odds_ratio, rate, rate_of,
+                    within_relabel_test)
 
 SELF_SELECTED = ("an association, not an effect: the player chose which games to buy explanations in, and what "
                  "moves that choice (skill, uncertainty, hard sets, long games) also moves winning")
 CONDITIONAL = ("conditional logistic regression of the win on use, the game's place in the participant's play and "
                "its set difficulty, the participant as the stratum (statsmodels ConditionalLogit; Wald test): only "
                "participants who both won and lost, in games with and without explanations, inform it")
-ITT = ("intention to treat: each participant's win rate in games where explanations were offered minus those where "
-       "they were not, averaged over participants; ")
+ITT = ("intention to treat: the win on the offer within participants (OLS with a fixed effect per participant: each "
+       "participant's offered games against their own not-offered ones, weighted by their games; the offer was "
+       "randomized per game within participants, so practice and skill are balanced by design); p-value: ")
+BOOTSTRAP = "{draws:,} participant-bootstrap replicates (seed 0), percentile"
 IV = ("the effect of using explanations, the randomized offer as instrument (Wald estimator: the intention-to-treat "
       "difference in win rate over the difference in the share of games that used explanations; the effect among "
       "players the offer moves to buy); p-value: the intention-to-treat test (Anderson-Rubin); interval: "
-      "{draws:,} participant-bootstrap replicates (seed 0), percentile")
+      + BOOTSTRAP)
 IV_DRAWS = 2_000
 
 RESULT_KEYS = ("difference", "difference_ci", "odds_ratio", "odds_ratio_ci", "p_value", "test", "p_value_clustered",
@@ -104,30 +108,45 @@ def within_participants(games: pd.DataFrame) -> dict:
 def offer(games: pd.DataFrame) -> dict:
     """The randomized offer's intention-to-treat and instrumented effects (module doc)."""
     known = games[games["offered"].notna() & games["used"].notna()]
-    per = known.groupby(["cluster", "offered"]).agg(won=("won", "mean"), used=("used", "mean")).unstack("offered")
-    if not {0.0, 1.0} <= set(per["won"].columns if not per.empty else []):
+    both = known.groupby("cluster")["offered"].nunique()
+    known = known[known["cluster"].isin(both[both == 2].index)]
+    if known.empty:
         return {"missing": "no participant played games both with and without the offer"}
-    per = per.dropna()
-    won = (per[("won", 1.0)] - per[("won", 0.0)]).to_numpy()
-    used = (per[("used", 1.0)] - per[("used", 0.0)]).to_numpy()
-    itt, uptake = mean_test(won), mean_ci(used)
-    out = {"n_participants": int(len(per)),
+    # within each participant (each is their own control): offered, won and used less the participant's mean
+    within = {c: known[c] - known.groupby("cluster")[c].transform("mean") for c in ("offered", "won", "used")}
+    sums = pd.DataFrame({"xy": within["offered"] * within["won"], "xx": within["offered"] ** 2,
+                         "xu": within["offered"] * within["used"], "cluster": known["cluster"]}).groupby("cluster").sum()
+    tested = within_relabel_test(known["won"], known["offered"], known["cluster"])
+    uptake = float(sums["xu"].sum() / sums["xx"].sum())
+    out = {"n_participants": int(len(sums)),
            "offered": _with_score(known[known["offered"] == 1]), "not_offered": _with_score(known[known["offered"] == 0]),
            "uptake": {"share_used_offered": _mean(known.loc[known["offered"] == 1, "used"]),
-                      "share_used_not_offered": _mean(known.loc[known["offered"] == 0, "used"]),
-                      "difference": uptake["mean"], "difference_ci": uptake["ci"]},
-           "itt": {"win_rate": itt["mean"], "win_rate_ci": itt["ci"], "p_value": itt["p_value"],
-                   "test": ITT + itt["test"], "claim": "effect", **({"note": itt["note"]} if "note" in itt else {})}}
+                      "share_used_not_offered": _mean(known.loc[known["offered"] == 0, "used"]), "difference": uptake}}
+    # intervals: participants resampled (their within-participant sums), IV_DRAWS times
+    draws = np.random.default_rng(0).integers(0, len(sums), (IV_DRAWS, len(sums)))
+    resampled = {c: sums[c].to_numpy()[draws].sum(1) for c in ("xy", "xx", "xu")}
+    itt = {"win_rate": float(sums["xy"].sum() / sums["xx"].sum()),
+           "win_rate_ci": _percentiles(resampled["xy"], resampled["xx"]), "p_value": tested["p_value"],
+           "test": ITT + tested["test"] + "; interval: " + BOOTSTRAP.format(draws=IV_DRAWS), "claim": "effect",
+           **({"note": tested["note"]} if "note" in tested else {})}
+    out["itt"] = itt
     iv = {"win_rate": None, "win_rate_ci": None, "p_value": itt["p_value"], "test": IV.format(draws=IV_DRAWS),
           "claim": "effect"}
-    if uptake["mean"] is None or abs(uptake["mean"]) < 0.05:
+    if abs(uptake) < 0.05:
         return {**out, "iv": {**iv, "note": "the offer hardly changed use (uptake difference under 5 points): the "
                                             "instrument is too weak for an estimate; the intention-to-treat test stands"}}
-    draws = np.random.default_rng(0).integers(0, len(won), (IV_DRAWS, len(won)))
-    numerator, denominator = won[draws].mean(1), used[draws].mean(1)
-    ratios = np.divide(numerator, denominator, out=np.full(IV_DRAWS, np.nan), where=np.abs(denominator) > 1e-9)
+    return {**out, "iv": {**iv, "win_rate": float(sums["xy"].sum() / sums["xu"].sum()),
+                          "win_rate_ci": _percentiles(resampled["xy"], resampled["xu"])}}
+
+
+def _percentiles(numerators: np.ndarray, denominators: np.ndarray) -> list[float] | None:
+    """The 95% percentile interval of bootstrap ratios (None when too few could be formed)."""
+    ratios = np.divide(numerators, denominators, out=np.full(len(numerators), np.nan),
+                       where=np.abs(denominators) > 1e-9)
+    if np.isnan(ratios).mean() > 0.5:
+        return None
     low, high = np.nanpercentile(ratios, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    return {**out, "iv": {**iv, "win_rate": float(won.mean() / used.mean()), "win_rate_ci": [float(low), float(high)]}}
+    return [float(low), float(high)]
 
 
 def _mean(values: pd.Series) -> float | None:

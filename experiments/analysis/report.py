@@ -372,7 +372,8 @@ def methods(frames: Frames, exclusions: dict) -> str:
         "explanations, so games that used them and games that did not are compared as an association, not an "
         "effect, also within participants (conditional logit adjusted for play and set difficulty); where the study "
         "randomized the offer of explanations per game, the intention-to-treat difference (offered minus not "
-        "offered, within participants, sign-flip test) and the effect of use with the offer as instrument (Wald "
+        "offered, within participants: participant fixed effects, its p-value by re-drawing the offers within each "
+        "participant) and the effect of use with the offer as instrument (Wald "
         "estimator) are effects.",
         "What each test claims: only contrasts the design randomized, tested at the participant, are effects: Table "
         "1's effect of showing explanations (OLS of the win with participant and block fixed effects, wild cluster "

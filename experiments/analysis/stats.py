@@ -199,6 +199,42 @@ def relabel_test(statistic, in_group: np.ndarray, wording: str = RELABEL, absolu
     return {**out, "p_value": _num(p), "test": wording.format(relabelings=said)}
 
 
+WITHIN_RELABEL = ("randomization test within participants: which of each participant's games had the treatment re-drawn "
+                  "among that participant's games, as many as they had ({draws:,} seeded draws), on the sum over "
+                  "participants of their treated games' outcomes less their own mean; exact under no effect on any "
+                  "game, whatever players' skill, practice or number of games")
+WITHIN_DRAWS = 9_999
+
+
+def within_relabel_test(y, treated, clusters) -> dict:
+    """The randomization test of a treatment randomized per game within participants (the at-will offer): each
+    participant's treated games re-drawn among their own games, keeping their number (WITHIN_RELABEL); the
+    statistic is the fixed-effects (within-participant) contrast's numerator, two-sided by its absolute value."""
+    y, treated = np.asarray(y, dtype=float), np.asarray(treated, dtype=float)
+    codes = pd.factorize(np.asarray(clusters))[0]
+    out = {"p_value": None, "test": WITHIN_RELABEL.format(draws=WITHIN_DRAWS)}
+    if len(np.unique(codes)) < MIN_CLUSTERS:
+        return {**out, "note": too_few(len(np.unique(codes)))}
+    centred = y - (np.bincount(codes, weights=y) / np.bincount(codes))[codes]
+    observed = float(np.sum(treated * centred))
+    rng = np.random.default_rng(0)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(codes))[:-1]])[codes]
+    k = np.bincount(codes, weights=treated).astype(int)[codes]
+    statistics = []
+    for size in [1_000] * (WITHIN_DRAWS // 1_000) + [WITHIN_DRAWS % 1_000]:
+        # per draw a random key per game; sorted by participant, then key: a game is treated when it ranks
+        # among its participant's first k (as many as were treated)
+        keys = rng.random((size, len(y))) + codes[None, :]
+        order = np.argsort(keys, axis=1)
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(len(y))[None, :].repeat(size, 0), axis=1)
+        statistics.append(((rank - starts[None, :]) < k[None, :]).astype(float) @ centred)
+    statistics = np.concatenate(statistics)
+    tolerance = 1e-9 * max(1.0, abs(observed))
+    p = (np.sum(np.abs(statistics) >= abs(observed) - tolerance) + 1) / (WITHIN_DRAWS + 1)
+    return {**out, "p_value": _num(p)}
+
+
 STUDENTIZED = ("studentized randomization test over participants: the Welch t of the two groups' participant values, "
                "with which participants are in which group re-drawn ({relabelings}); exact under no effect on any "
                "game, and, being studentized, it keeps its level when the effect differs between participants "

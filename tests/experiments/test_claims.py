@@ -156,3 +156,15 @@ def test_a_re_dealt_slot_is_one_draw_for_the_randomization_tests():
     merged, flags = per_unit(values, arm, games)
     assert len(merged) == 15 and len(flags) == 15
     assert "all 1,365 relabelings" in net_of_practice(games)["test"]     # C(15, 4): 15 units, 4 of them control
+
+
+def test_the_within_participant_randomization_test_redraws_only_within_participants():
+    from experiments.analysis.stats import within_relabel_test
+    clusters = np.repeat(np.arange(6), 4)
+    treated = np.tile([1.0, 1.0, 0.0, 0.0], 6)
+    # skill differs between participants only: re-drawing within them sees nothing
+    assert within_relabel_test(clusters.astype(float), treated, clusters)["p_value"] == 1.0
+    # every participant wins exactly their treated games: 6^C(4,2) assignments, only 2 this extreme
+    p = within_relabel_test(treated, treated, clusters)["p_value"]
+    assert p < 0.001 and "re-drawn among that participant's games" in within_relabel_test(treated, treated, clusters)["test"]
+    assert within_relabel_test(treated[:12], treated[:12], clusters[:12])["p_value"] is None    # 3 participants
