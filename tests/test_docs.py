@@ -147,3 +147,14 @@ def test_every_python_module_the_docs_run_exists():
     assert modules, "the docs name no benchmark script?"
     missing = [m for m in sorted(modules) if importlib.util.find_spec(m) is None]
     assert not missing, f"the docs run modules that do not exist: {missing}"
+
+
+def test_the_documented_commands_are_on_the_checkouts_path():
+    """`source .venv/bin/activate` puts .venv/bin on PATH: the docs' `mkdocs serve` and `pytest` must be there
+    (they come from the shared environment; scripts/setup.sh writes a launcher for each)."""
+    layer = Path(sys.prefix) / "bin"
+    if not (layer / "exag").exists():
+        pytest.skip(f"not running from a checkout's .venv made by scripts/setup.sh ({sys.prefix})")
+    for command in ("exag", "mkdocs", "pytest"):
+        ran = subprocess.run([str(layer / command), "--help"], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, (command, ran.stderr)

@@ -626,7 +626,10 @@ class SimulationConfig:
 
 def simulate(config: SimulationConfig) -> dict:
     """Runs the study, writes OUT/export/ and OUT/summary.json; returns the summary."""
-    study = seeded_study(load_study(study_file(config.study)), config.seed)
+    study, left_out = as_dry_run(load_study(study_file(config.study)))
+    study = seeded_study(study, config.seed)
+    if left_out and config.progress:
+        print(left_out, file=sys.stderr, flush=True)
     run = f"s{config.seed}" + (f"-{secrets.token_hex(3)}" if config.url else "")   # a server's ids stay new
     who = members(config.players, config.participants, config.seed, run)
     started = time.perf_counter()
@@ -654,7 +657,8 @@ def simulate(config: SimulationConfig) -> dict:
                "seed": config.seed, "server": config.url or "in-process",
                "agent": config.agent if not config.url else "the server's", "world": str(config.world),
                "threads": config.threads, "eyes": {"by_hash": eyes.by_hash, "by_pixels": eyes.by_pixels},
-               "events": len(events), "export": str(written[0].parent), "presets": {p.pid: p.preset for p in played}}
+               "events": len(events), "export": str(written[0].parent), "presets": {p.pid: p.preset for p in played},
+               "left_out": left_out}
     (Path(config.out) / SUMMARY).write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -667,13 +671,32 @@ def in_member_order(events: list[dict], who: list[Member]) -> list[dict]:
     return sorted(events, key=lambda e: position.get(e.get("participant"), -1))    # the study's own events first
 
 
+SIMULATED_CANNOT_TAKE = ("comprehension", "colour_screen", "attention")
+
+
+def as_dry_run(study: StudyConfig) -> tuple[StudyConfig, str | None]:
+    """The study as simulated participants can play it, and what was left out (None: nothing): the participant
+    checks they cannot take go, and with them a pre-registration (its hash covers the checks, and a simulation is
+    never the registered study's data). So `exag simulate --study` dry-runs the real study file as it is."""
+    staged = [part for part in SIMULATED_CANNOT_TAKE if part in study.checks]
+    if not staged:
+        return study, None
+    registered = bool(study.preregistration.get("sha256"))
+    dry = replace(study, checks={k: v for k, v in study.checks.items() if k not in SIMULATED_CANNOT_TAKE},
+                  preregistration={} if registered else study.preregistration)
+    return dry, (f"dry run of study {study.study_id}: simulated participants do not take participant checks, so "
+                 f"{', '.join(staged)} {'is' if len(staged) == 1 else 'are'} left out"
+                 + (", and with them its pre-registration (a simulation is never the registered study's data)"
+                    if registered else ""))
+
+
 def seeded_study(study: StudyConfig, seed: int) -> StudyConfig:
     """The study with its assignment's seed: its own, or one derived from the simulation's seed (and the
     study's id), so the same --seed deals the same arms and orders."""
     staged = [part for part in ("comprehension", "colour_screen", "attention") if part in study.checks]
     if staged:
         raise ValueError(f"study {study.study_id}: simulated participants do not take participant checks "
-                         f"({', '.join(staged)}); simulate a copy of the study file without them")
+                         f"({', '.join(staged)}); as_dry_run leaves them out")
     if study.seed is not None:
         return study
     return replace(study, seed=int(seeded_rng(seed, "study", study.study_id).integers(2**63)))

@@ -136,3 +136,23 @@ def test_cli_errors_are_clear(tmp_path, capsys, monkeypatch):
     for argv, said in cases:
         assert exag_cli.main(argv) == 2, argv
         assert said in capsys.readouterr().err, argv
+
+
+def test_a_registered_study_with_checks_dry_runs_as_it_is(tmp_path):
+    """The documented dry run is the study file itself: the checks simulated players cannot take are left out, and
+    with them the pre-registration (its hash covers the checks), and the run says so."""
+    from cli import REPO, exag
+
+    from experiments.simulate.simulate import as_dry_run
+    from game.study import load_study
+
+    path = tmp_path / "reviewed.json"
+    path.write_text((REPO / "studies" / "reviewed-controlled.json.example").read_text())
+    assert exag("preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "40").returncode == 0
+    study = load_study(path)
+    dry, said = as_dry_run(study)
+    assert study.checks and study.preregistration.get("sha256")
+    assert not set(dry.checks) & {"comprehension", "colour_screen", "attention"} and dry.preregistration == {}
+    assert "left out" in said and "pre-registration" in said and said.count("\n") == 0
+    unchanged, nothing = as_dry_run(dry)
+    assert unchanged is dry and nothing is None
