@@ -65,11 +65,25 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_arguments, summary) in COMMANDS.items():
         add_arguments(commands.add_parser(name, help=summary))
+    _remember_parsers(parser)
     return parser
 
 
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command's parser in its own defaults, so that an argument it does not know is reported with its
+    usage (`exag serve --prot 1` shows serve's), not the top level's; the deepest command chosen sets it last."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_parser=sub)
+                _remember_parsers(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.run(args)
     except (FileExistsError, FileNotFoundError, ValueError) as error:

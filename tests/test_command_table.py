@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli import exag
+
 import exag_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,3 +39,11 @@ def test_every_command_has_something_to_run():
         <= set(commands)
     lacking = [" ".join(path) for path, parser in commands.items() if not callable(parser.get_default("run"))]
     assert not lacking, f"commands that set no `run`: {lacking}"
+
+
+def test_a_mistyped_option_shows_its_own_commands_usage():
+    ran = exag("serve", "--prot", "5461")
+    assert ran.returncode == 2 and ran.stderr.startswith("usage: exag serve ")
+    assert "unrecognized arguments: --prot 5461" in ran.stderr
+    ran = exag("simulate", "power", "--study", "s.json", "--sizes", "8", "--repeats", "1", "--out", "o", "--bogus")
+    assert ran.returncode == 2 and ran.stderr.startswith("usage: exag simulate power ")
