@@ -5,7 +5,10 @@ what to fix instead of failing somewhere in the server or on a player's page.
     [project.entry-points."exag.explainers"]          # in the plugin's pyproject.toml
     topk = "exag_topk.explainer:TopKExplainer"        # a study then names it "topk"
 
-or, without installing an entry point, a study names the class itself: "exag_topk.explainer:TopKExplainer".
+or a study names an installed entry point's class itself: "exag_topk.explainer:TopKExplainer"; a class no
+entry point declares only when the operator allowed it: EXAG_EXPLAINERS="mymodule:MyExplainer" exag serve.
+A study is admin input: any other name is refused without importing anything, and whatever an allowed
+plugin's module raises as it is imported (SystemExit included) refuses the study, never the server.
 
 The class is checked when it is first named (`check_class`): a subclass of explainers.base.Explainer that
 implements the verb (`payloads` or `explain_batch`), with a `name`, a `kind` the page can draw
@@ -25,7 +28,7 @@ import re
 from dataclasses import replace
 from importlib import metadata
 
-from .registry import BUILTIN_NAMES, GROUP, IMPORT_PATH, Entry, explainer_class, installed
+from .registry import GROUP, IMPORT_PATH, Entry, allowed_paths, explainer_class, unknown
 
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,200}")   # a name that fits a study's arm ("a+b"), a URL and an attribute
 
@@ -46,27 +49,31 @@ def resolve(name: str) -> Entry:
                             f"{GROUP}: {', '.join(sorted(ep.value for ep in points))}; uninstall all but one")
     if points:
         target, how = points[0].value, f"entry point {name} = {points[0].value!r} (group {GROUP})"
-    elif IMPORT_PATH.fullmatch(name):
+    elif name in allowed_paths():
         target, how = name, f"import path {name!r}"
-    else:
-        others = installed()
-        raise ValueError(f"unknown explainer {name!r}: choose from {', '.join(BUILTIN_NAMES)}"
-                         + (f", the installed {', '.join(others)}" if others else "")
-                         + f", or name a class by import path (module:Class) or an entry point in group {GROUP}")
+    else:       # a study is admin input: it never makes the server import a module nobody installed or allowed
+        raise ValueError(unknown(name))
     if not IMPORT_PATH.fullmatch(target):
         raise ContractError(f"explainer {name!r}: {how} is not 'module:Class'")
-    try:
+    try:        # a plugin's module runs as it is imported: whatever it raises (SystemExit too) refuses it
         cls = explainer_class(Entry(name, target, ""))
+        check_class(cls, f"explainer {name!r} ({target})")
+    except ContractError:
+        raise
     except ImportError as error:
         raise ContractError(f"explainer {name!r}: {how} could not be imported: "
-                            f"{type(error).__name__}: {error}") from error
+                            f"{_line(error)}") from None
     except AttributeError as error:
-        raise ContractError(f"explainer {name!r}: {how}: the module has no {target.partition(':')[2]!r} ({error})") \
-            from error
-    except Exception as error:   # the plugin's own module failed as it was imported
-        raise ContractError(f"explainer {name!r}: importing {how} failed: {type(error).__name__}: {error}") from error
-    check_class(cls, f"explainer {name!r} ({target})")
+        raise ContractError(f"explainer {name!r}: {how}: the module has no {target.partition(':')[2]!r} "
+                            f"({_line(error)})") from None
+    except BaseException as error:   # noqa: B036 -- SystemExit and KeyboardInterrupt must not end the server
+        raise ContractError(f"explainer {name!r}: importing {how} failed: {_line(error)}") from None
     return Entry(name, target, cls.kind, cls.label or cls.name, cls.description or cls.label or cls.name, plugin=True)
+
+
+def _line(error: BaseException) -> str:
+    """What a plugin's module raised, as one line of a sane length (a refusal is one line)."""
+    return " ".join(f"{type(error).__name__}: {error}".split())[:400]
 
 
 def check_class(cls, where: str = "") -> None:

@@ -4,14 +4,18 @@ imported only when an explainer is loaded.
 
     entry("relqa")                        # Entry(name="relqa", target="explainers.relqa:RelQAExplainer", ...)
     entry("topk")                         # an installed plugin, by its entry point in group "exag.explainers"
-    entry("mypackage.module:MyExplainer") # a plugin by import path
+    entry("mypackage.module:MyExplainer") # by import path: an installed entry point's class, or one the operator
+                                          # allowed (EXAG_EXPLAINERS="mypackage.module:MyExplainer")
     load_explainer("relqa", agent, world="data/world")
 
 A study, `exag serve` and `exag bench card` name explainers by these names. The built-ins are BUILTIN;
-any other name is a third-party explainer (explainers/plugins.py): an entry point's name or an import
-path "module:Class", imported and checked against the contract (base.py, agent_interface.py, kinds/)
-when it is first named, and refused with a message that says what is wrong. An explainer is known by
-the name it was named by: its explanations carry that name, in the event log and on the page.
+any other name is a third-party explainer (explainers/plugins.py): an installed entry point's name, or an
+import path "module:Class" that an installed entry point declares or the operator allowed in EXAG_EXPLAINERS,
+imported and checked against the contract (base.py, agent_interface.py, kinds/) when it is first named, and
+refused with a message that says what is wrong. A study is admin input: it only chooses among the
+explainers the server lists, and never makes the server import a module nobody installed or allowed. An
+explainer is known by the name it was named by: its explanations carry that name, in the event log and on
+the page.
 
 The page gets `page_table` (server/routes.py /api/explainers): kind, label and the instructions' line
 for each explainer a study shows; a sham gets the label and line of the explainer it imitates, so the
@@ -20,11 +24,13 @@ participant cannot tell them apart.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass
 from importlib import metadata
 
 GROUP = "exag.explainers"                                   # the entry point group of third-party explainers
+ALLOW_ENV = "EXAG_EXPLAINERS"   # the operator's import paths, separated by spaces or commas, a study may name
 IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")   # "module:Class", as entry points write it
 BUILTIN_EXCEPTIONS = (OSError, ValueError, KeyError)        # why a built-in may be unavailable (missing
                                                             # files, a model for another agent); others are bugs
@@ -69,15 +75,30 @@ def installed() -> list[str]:
     return sorted({ep.name for ep in metadata.entry_points(group=GROUP)} - set(_BUILTIN))
 
 
+def allowed_paths() -> list[str]:
+    """The import paths a study may name: the classes installed entry points declare and those the operator
+    listed in EXAG_EXPLAINERS (none is imported)."""
+    declared = {ep.value.strip() for ep in metadata.entry_points(group=GROUP)}
+    listed = {p for p in re.split(r"[\s,]+", os.environ.get(ALLOW_ENV, "")) if IMPORT_PATH.fullmatch(p)}
+    return sorted(declared | listed)
+
+
 def is_name(name: str) -> bool:
     """Whether `name` can name an explainer, without importing anything: a built-in, an installed entry
-    point or an import path. `entry` says whether it keeps the contract."""
-    if name in _BUILTIN or name in _INSTALLED_SEEN or IMPORT_PATH.fullmatch(name):
+    point or an allowed import path. `entry` says whether it keeps the contract."""
+    if name in _BUILTIN or name in _INSTALLED_SEEN:
         return True
-    if name in installed():         # a scan of the installed packages (~6 ms): a study's view asks every message
-        _INSTALLED_SEEN.add(name)
+    if name in installed() or name in allowed_paths():   # a scan of the installed packages (~6 ms): a study's
+        _INSTALLED_SEEN.add(name)                         # view asks every message
         return True
     return False
+
+
+def unknown(name: str) -> str:
+    """The one line that refuses a name the server does not list."""
+    known = ", ".join([*BUILTIN_NAMES, *installed(), *allowed_paths()])
+    return (f"unknown explainer {name[:200]!r}: installed explainers are {known}; install a plugin as an {GROUP} "
+            f"entry point (or allow its import path: {ALLOW_ENV}=module:Class)")
 
 
 _INSTALLED_SEEN: set[str] = set()   # entry point names found installed (a cache: packages are not uninstalled

@@ -37,14 +37,26 @@ def read_manifest(path: str | Path) -> dict:
     file = Path(path) / POOL_MANIFEST
     try:
         manifest = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{file} cannot be read as an image pool's manifest: {error}") from error
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"{file} cannot be read as an image pool's manifest: "
+                         f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"[:300]) from None
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND or not isinstance(manifest.get("images"), list):
         raise ValueError(f"{file} is not an image pool's manifest (kind {KIND!r} and a list of images)")
     if manifest.get("format_version") != MANIFEST_FORMAT:
         raise ValueError(f"{file} has format_version {manifest.get('format_version')!r}; this code reads "
                          f"{MANIFEST_FORMAT} (import the images again with `exag pool import`)")
+    for k, entry in enumerate(manifest["images"]):
+        check_entry(file, k, entry)
     return manifest
+
+
+def check_entry(file: Path, k: int, entry) -> None:
+    """An image's entry names a file in the pool's images/ folder: a hand-edited manifest must not make the
+    server read (and show players) any other file, such as /etc/passwd or ../x.png."""
+    name = entry.get("file") if isinstance(entry, dict) else None
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name or "\\" in name:
+        raise ValueError(f"{file}: image {k} has file {str(name)[:100]!r}; an entry names a file in the pool's "
+                         "images/ folder (e.g. \"00000.png\"), no path")
 
 
 class ImagePool(GamePool):

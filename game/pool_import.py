@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 from collections import Counter
@@ -55,7 +56,7 @@ def import_pool(source: Path, out: Path, agent: str = "default", annotations: Pa
     if not source.is_dir():
         raise FileNotFoundError(f"{source} is not a directory of images")
     _check_out(out, source, force)
-    candidates, ignored = _walk(source)
+    candidates, ignored, special = _walk(source)
     if not candidates:
         raise ValueError(f"no images in {source} (looked for {', '.join(SUFFIXES)} files, subfolders included)")
     kind, words = _read_annotations(annotations) if annotations is not None else (None, None)
@@ -71,6 +72,8 @@ def import_pool(source: Path, out: Path, agent: str = "default", annotations: Pa
             raise ValueError(f"{len(entries)} usable image(s) in {source} ({len(skipped)} unreadable); a game needs "
                              f"at least {max(2, MIN_SET)}")
         warnings = [f"{len(skipped)} unreadable image(s) skipped: {', '.join(sorted(skipped))}"[:2000]] * bool(skipped)
+        warnings += [f"{len(special)} file(s) that are no regular files skipped, never opened (a FIFO, socket or "
+                     f"device named like an image): {', '.join(special)}"[:2000]] * bool(special)
         if len(entries) < MAX_SET:
             warnings.append(f"{len(entries)} images: only games of at most {len(entries)} images fit (the at-will "
                             f"game shows {MAX_SET})")
@@ -110,20 +113,25 @@ def _check_out(out: Path, source: Path, force: bool) -> None:
     raise FileExistsError(f"{out} exists and is not an imported image pool; pass --force to replace it")
 
 
-def _walk(source: Path) -> tuple[list[str], int]:
-    """The candidate images (paths under `source`, sorted; hidden files and folders left out), and how many
-    other files there are."""
-    found, ignored = [], 0
+def _walk(source: Path) -> tuple[list[str], int, list[str]]:
+    """The candidate images (paths under `source`, sorted; hidden files and folders left out), how many
+    other files there are, and the image names that are no regular files (opening a FIFO waits forever)."""
+    found, ignored, special = [], 0, []
     for root, dirs, files in os.walk(source):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.startswith("."):
                 continue
-            if name.lower().endswith(SUFFIXES):
-                found.append((Path(root) / name).relative_to(source).as_posix())
-            else:
+            if not name.lower().endswith(SUFFIXES):
                 ignored += 1
-    return found, ignored
+                continue
+            relative = (Path(root) / name).relative_to(source).as_posix()
+            try:
+                regular = stat.S_ISREG(os.stat(Path(root) / name).st_mode)
+            except OSError:                 # a dangling link: _load names why it cannot be read
+                regular = True
+            (found if regular else special).append(relative)
+    return found, ignored, special
 
 
 def _load(source: Path, names: list[str], images: Path, progress: bool) -> tuple[list[dict], dict[str, str]]:
@@ -167,6 +175,8 @@ def _read_annotations(path: Path) -> tuple[str, dict[str, list[str]]]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"annotations {path} cannot be read as JSON: {str(error).splitlines()[0]}"[:300]) from error
+    except RecursionError:
+        raise ValueError(f"annotations {path} are nested too deeply to be read as JSON") from None
     try:
         if isinstance(data, dict) and "images" in data:
             return "coco", _coco_words(data)

@@ -15,7 +15,8 @@ A study is a JSON file:
 (no "seed": the server draws one when it creates the study, and stores and exports the study with it)
 A sanity check adds sham arms ("attention-shuffled", "nle-other", or combined: "attention+nle-other").
 An arm's modes are explainer names (explainers/registry.py): the built-ins, or a third-party explainer's
-entry point name or import path ("mypackage.module:MyExplainer"; docs/writing-an-explainer.md).
+entry point name or an import path an entry point declares or the operator allowed in EXAG_EXPLAINERS
+("mypackage.module:MyExplainer"; docs/writing-an-explainer.md).
 Optional, each its own module: "checks" (a comprehension check after the instructions, attention checks
 between games, a colour-vision screen, demographics in the questionnaire: game/checks.py), "preregistration"
 (the rules fixed before data and their hash: game/preregistration.py, `exag preregister`) and
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from explainers import registry
-from vqa_agent.checkpoints import HF_CAPABILITIES, is_hf_agent
+from vqa_agent.checkpoints import HF_CAPABILITIES, checkpoint_files, is_hf_agent
 
 from . import preregistration
 from .assignment import ORDERS, PLAYED
@@ -55,11 +56,26 @@ def arm_modes(arm: str) -> tuple[str, ...]:
     if arm in NAMED_ARMS:
         return NAMED_ARMS[arm]
     modes = tuple(arm.split("+"))
+    if not arm or not all(modes):
+        raise ValueError(f"unknown arm {arm[:200]!r}: use none, both, or explainers from {', '.join(MODES)} (or an "
+                         "installed plugin's) joined by '+'")
     unknown = [m for m in modes if not registry.is_name(m)]
-    if unknown or not arm:
-        raise ValueError(f"unknown arm {arm!r}: use none, both, or modes from {', '.join(MODES)} (or a third-party "
-                         "explainer's entry point or module:Class) joined by '+'")
+    if unknown:             # nothing is imported: a study only chooses among the explainers the server lists
+        raise ValueError(f"unknown arm {arm[:200]!r}: {registry.unknown(unknown[0])}")
     return modes
+
+
+def missing_checkpoint(agent: str) -> str:
+    """Why the agent `agent` (a shipped agent's name, a checkpoint directory or "hf:PATH") has no checkpoint
+    on this machine, "" when it has one: what `exag serve` checks before it starts, and a server before it
+    accepts a study (server/agents.py)."""
+    try:
+        for file in checkpoint_files(agent):
+            if not file.exists():
+                raise FileNotFoundError(f"the checkpoint has no {file.name}")
+    except OSError as error:
+        return f"{type(error).__name__}: {error}"
+    return ""
 
 
 def is_sham(arm: str) -> bool:

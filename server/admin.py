@@ -4,9 +4,10 @@ and beside it the routes it and researchers' scripts use: the monitor (JSON, or 
 studies created, checked and opened or closed, participants found and released, rater links, the live
 report (whatever function `create_app` was given: the web app does not import the analysis) and exports.
 
-Every form route answers a form post with the page (or a redirect to it), and a JSON request (a JSON body,
-or `Accept: application/json`) with JSON. A malformed request is refused with 400 and its reason, never a
-server error: `Refused` carries the reason and the status to whichever answer the request asked for.
+Every route answers a form post with the page (or a redirect to it), and a JSON request (a JSON body,
+`Accept: application/json` or `?format=json`) with JSON, refusals too (a wrong token, an unknown admin URL).
+A malformed request is refused with 400 and its reason, never a server error: `Refused` carries the reason
+and the status to whichever answer the request asked for.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 import zipfile
 from collections import Counter
 
-from flask import Blueprint, Response, abort, current_app, jsonify, redirect, render_template, request, send_file
+from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, send_file
 
 from game import preregistration
 from game.checks import CHECK_FLAGS
@@ -55,13 +56,16 @@ class Refused(ValueError):
 
 
 def _wants_json() -> bool:
-    return request.is_json or request.accept_mimetypes.best == "application/json"
+    return request.is_json or request.args.get("format") == "json" \
+        or request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json"
 
 
 @admin.errorhandler(Refused)
 def refused(error: Refused):
     if _wants_json():
         return jsonify({"error": str(error)}), error.status
+    if error.status == 403:                              # the page, and its token cookie, only with the token
+        return Response(str(error), 403, mimetype="text/plain")
     config = request.form.get("config")                  # a refused study comes back as sent, to be fixed
     return _admin_page(str(error), error.status, config if isinstance(config, str) else None)
 
@@ -70,7 +74,8 @@ def _admin() -> None:
     token = request.args.get("token") or request.headers.get("X-Admin-Token") or request.cookies.get("exag_admin") \
         or request.form.get("token", "")
     if not hmac.compare_digest(token.encode(), services().config.admin_token.encode()):
-        abort(403)
+        raise Refused("the admin token is missing or wrong: send ?token=, the X-Admin-Token header or the page's "
+                      "cookie", 403)
 
 
 def _sent() -> dict:
@@ -83,6 +88,10 @@ def _sent() -> dict:
         sent = None
     if not isinstance(sent, dict):
         raise Refused("the body is not a JSON object: send {\"field\": value, ...} (or a form)")
+    try:            # JSON may escape a lone surrogate ("\ud800"): no store or log can write it
+        json.dumps(sent, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refused("the body has text that is not Unicode (a lone surrogate such as \\ud800)") from None
     return sent
 
 
@@ -266,6 +275,12 @@ def release_participant():
     if _wants_json():
         return jsonify({"released": pid, "study": study_id})
     return redirect("/admin")
+
+
+@admin.route("/admin/<path:unknown>", methods=["GET", "POST"])
+def unknown_admin_url(unknown: str):
+    _admin()
+    raise Refused(f"no admin page {('/admin/' + unknown)[:80]!r}", 404)
 
 
 # --- the live report, rater links and exports -----------------------------------------------------------

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from explainers import EXPLAINER_NAMES
-from vqa_agent.checkpoints import checkpoint_files
+from game.study import missing_checkpoint
 from vqa_agent.checkpoints import checkpoint_fingerprint, is_shipped   # noqa: F401 - their old home, for one release
 
 from .rounds import RoundQueue
@@ -64,14 +64,10 @@ class Agents:
             return self.server_worker
         with self._lock:
             if key not in self._handles:
-                try:
-                    for file in checkpoint_files(name):
-                        if not file.exists():
-                            raise FileNotFoundError(f"the checkpoint has no {file.name}")
-                except OSError as error:   # a missing checkpoint: tried again next time
-                    log.warning("agent %r could not be loaded: %s", name, error)
-                    raise AgentUnavailable(f"the agent {name!r} could not be loaded on this server: "
-                                           f"{type(error).__name__}: {error}"[:500]) from error
+                why = missing_checkpoint(name)
+                if why:                    # a missing checkpoint: tried again next time
+                    log.warning("agent %r could not be loaded: %s", name, why)
+                    raise AgentUnavailable(f"the agent {name!r} could not be loaded on this server: {why}"[:500])
                 self._handles[key] = AgentHandle(name, self.queue)
             return self._handles[key]
 

@@ -48,8 +48,8 @@ class WorkerProcesses:
                 lived = time.monotonic() - started[i]
                 self._delays[i] = self.RESTART_DELAY_S if lived > 60 else \
                     min(self._delays[i] * 2, self.MAX_RESTART_DELAY_S)
-                log.warning("inference worker %d (pid %d) ended with %s after %.0f s; restarting it in %.0f s",
-                            i, proc.pid, proc.returncode, lived, self._delays[i])
+                log.warning("inference worker %d (pid %d) %s after %.0f s; restarting it in %.0f s",
+                            i, proc.pid, exit_status(proc.returncode), lived, self._delays[i])
                 if self._stopping.wait(self._delays[i]):
                     return
                 self._procs[i], started[i] = self._popen(), time.monotonic()
@@ -67,6 +67,12 @@ class WorkerProcesses:
             except Exception:       # noqa: BLE001 - subprocess.TimeoutExpired: it would not stop
                 proc.kill()
                 proc.wait(timeout=5)
+
+
+def exit_status(returncode: int) -> str:
+    """How a process ended, as an operator reads it (Popen gives -N for a signal, which reads as a status)."""
+    return f"was killed by signal {-returncode} ({signal.Signals(-returncode).name})" if returncode < 0 \
+        else f"exited with status {returncode}"
 
 
 def _die_with_parent() -> None:

@@ -18,7 +18,7 @@ from game import preregistration
 from game.image_sets import choose_image_set
 from game.pool import GamePool, check_pool
 from game.settings import settings_named
-from game.study import StudyConfig, check_agent_explainers, explainers_of, load_study
+from game.study import StudyConfig, check_agent_explainers, explainers_of, load_study, missing_checkpoint
 from vqa_agent.checkpoints import is_shipped
 
 from .agents import Agents
@@ -103,12 +103,15 @@ def paid_study_warnings(study: StudyConfig, server_agent: str) -> list[str]:
 
 def check_study_files(studies_dir: Path, store: Store, server_agent: str) -> list[str]:
     """`exag serve`'s look at its study files before it starts: each is a valid study (a malformed
-    pre-registration included) that keeps the pre-registration of the study stored under its id; returns
-    the paid-study warnings. ValueError: "FILE: why", one line."""
+    pre-registration included) whose agent is here, that keeps the pre-registration of the study stored
+    under its id; returns the paid-study warnings. ValueError: "FILE: why", one line."""
     warnings = []
     for path in sorted(Path(studies_dir).glob("*.json")) if Path(studies_dir).is_dir() else []:
         study = load_study(path)
         found = store.study(study.study_id)
+        why = found is None and study.agent and missing_checkpoint(study.agent)   # not in a gunicorn traceback
+        if why:
+            raise ValueError(f"{path}: the agent {study.agent!r} could not be loaded on this server: {why}"[:500])
         if found is not None:
             try:
                 check_unchanged(study, found[0])

@@ -4,6 +4,7 @@ names it, its payload checked against its kind), is accepted in a study's arms a
 card`; broken plugins are refused with a message that names what is wrong."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -88,12 +89,18 @@ class Fine(Explainer):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """The example, installed as a user would install it (pip), and a module of broken explainers."""
+    """The example, installed as a user would install it (pip), and a module of broken explainers the
+    operator allowed by import path (EXAG_EXPLAINERS)."""
     root = tmp_path_factory.mktemp("plugins")
     target = install(root / "site")
     (root / "code").mkdir()
     (root / "code" / "broken_plugins.py").write_text(textwrap.dedent(BROKEN))
-    with on_path(target, root / "code"):
+    (root / "code" / "exits_plugin.py").write_text("raise SystemExit('bye')\n")
+    allowed = " ".join(["no_such_module:Thing", "exits_plugin:Thing", "interrupted:Thing",
+                        *(f"broken_plugins:{c}" for c in re.findall(r"^class (\w+)", BROKEN, re.M)),
+                        "broken_plugins:Missing"])
+    with on_path(target, root / "code"), pytest.MonkeyPatch.context() as patch:
+        patch.setenv(registry.ALLOW_ENV, allowed)
         yield target
 
 
@@ -157,7 +164,10 @@ def test_a_study_names_it_in_its_arms(installed):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("telepathy", "unknown explainer 'telepathy': choose from attention, .*, the installed topk, or name a class"),
+    ("telepathy", "unknown explainer 'telepathy': installed explainers are attention, .*, topk, .*; install a "
+                  "plugin as an exag.explainers entry point"),
+    ("this:X", "unknown explainer 'this:X': installed explainers are attention, .*, topk,"),
+    ("exits_plugin:Thing", "importing import path 'exits_plugin:Thing' failed: SystemExit: bye"),
     ("no_such_module:Thing", "import path 'no_such_module:Thing' could not be imported: ModuleNotFoundError"),
     ("broken_plugins:Missing", "the module has no 'Missing'"),
     ("broken_plugins:NotAnExplainer", "is not a subclass of explainers.base.Explainer"),
@@ -174,6 +184,26 @@ def test_a_broken_plugin_is_refused_with_what_is_wrong(installed, agent, name, m
         registry.load_explainer(name, agent)
     loaded, unavailable = registry.load_explainers(agent, [name])      # a server only marks it unavailable
     assert not loaded and unavailable[name]
+
+
+@pytest.mark.parametrize("arm", ["this:X", "unittest.__main__:X", "attention+this:Y"])
+def test_a_study_never_imports_a_module_nobody_installed_or_allowed(installed, arm, capfd):
+    modules = set(sys.modules)
+    with pytest.raises(ValueError) as refused:
+        StudyConfig("plug", arms=(arm,))
+    assert str(refused.value).startswith(f"unknown arm {arm!r}: unknown explainer ")
+    assert "install a plugin as an exag.explainers entry point" in str(refused.value)
+    assert "\n" not in str(refused.value) and capfd.readouterr().out == ""      # `this` prints the Zen when imported
+    assert {"this", "unittest.__main__"}.isdisjoint(set(sys.modules) - modules)
+
+
+def test_an_allowed_plugin_that_exits_or_is_interrupted_as_it_is_imported_refuses_only_itself(installed, tmp_path):
+    (tmp_path / "interrupted.py").write_text("raise KeyboardInterrupt\n")
+    with on_path(tmp_path):
+        for name in ("exits_plugin:Thing", "interrupted:Thing"):
+            with pytest.raises(ContractError, match=f"explainer '{name}': importing import path .* failed: "
+                                                    "(SystemExit: bye|KeyboardInterrupt)"):
+                registry.entry(name)
 
 
 @pytest.mark.parametrize("name, message", [

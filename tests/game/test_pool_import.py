@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,8 @@ import exag_cli
 from game.image_pool import UNGRADED, ImagePool
 from game.image_sets import choose_image_set
 from game.pool import GamePool, check_pool, pool_dir
-from game.pool_import import FILL, HEIGHT, WIDTH
+import game.pool_import
+from game.pool_import import FILL, HEIGHT, WIDTH, import_pool
 from game.settings import AT_WILL, CONTROLLED, DIFFICULTY_LEVELS
 
 SIZES = [(640, 480), (120, 360), (1024, 200), (48, 48), (333, 257)]
@@ -212,6 +215,7 @@ def test_visual_genome_annotations_match_by_id_or_file_name(tmp_path, capsys):
     (json.dumps([{"image_id": 1, "objects": "tree"}]), "not COCO nor Visual"),
     (json.dumps([]), "not COCO"),
     (json.dumps("a string"), "not COCO"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply to be read as JSON"),       # no RecursionError traceback
 ])
 def test_malformed_annotations_are_one_line(photos, tmp_path, capsys, content, expected):
     file = tmp_path / "bad.json"
@@ -254,6 +258,41 @@ def test_bad_input_is_one_line_and_leaves_nothing(photos, tmp_path, capsys):
     assert "holds the images" in one_line_error(capsys, photos[0], photos[0], "--force")
     assert "--agent no-such-agent: no agent" in one_line_error(capsys, out, photos[0], "--agent", "no-such-agent")
     assert not out.exists() and not out.parent.exists()
+
+
+def test_an_image_named_like_one_that_is_no_regular_file_is_never_opened(tmp_path, capsys):
+    folder = tmp_path / "with-fifo"
+    folder.mkdir()
+    draw_images(folder, 6)
+    os.mkfifo(folder / "x.png")                  # opening it would wait for a writer forever
+    code, stdout, stderr = run(capsys, folder, "--out", tmp_path / "pool")
+    assert code == 0, stderr
+    assert "no regular files skipped, never opened" in stdout + stderr and "x.png" in stdout + stderr
+    assert "x.png" not in [e["source"] for e in json.loads((tmp_path / "pool" / "pool.json").read_text())["images"]]
+
+
+def test_an_interrupted_import_leaves_no_temporary_folder(photos, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(game.pool_import, "_embed", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        import_pool(photos[0], tmp_path / "pools" / "never", progress=False)
+    assert not (tmp_path / "pools").exists()
+
+
+@pytest.mark.parametrize("file", ["/etc/passwd", "../x.png", "sub/00001.png", "..", "", 5])
+def test_a_hand_edited_manifest_cannot_point_outside_the_pool(imported, tmp_path, file):
+    pool = tmp_path / "edited"
+    shutil.copytree(imported[0], pool)
+    manifest = json.loads((pool / "pool.json").read_text())
+    manifest["images"][1]["file"] = file
+    (pool / "pool.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError) as refused:
+        GamePool(pool)
+    assert f"image 1 has file {str(file)!r}" in str(refused.value) and "\n" not in str(refused.value)
+    (pool / "pool.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="cannot be read as an image pool's manifest"):
+        GamePool(pool)
 
 
 # --- playing on it --------------------------------------------------------------------------------------
