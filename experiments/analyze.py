@@ -1,6 +1,6 @@
-"""`exag analyze --data EXPORT --out REPORT`: the analysis (experiments/analysis/) of a study's logs, written as
-a report. Beside the package, not in it: importing experiments.analysis loads pandas, and `exag --help` loads
-this module.
+"""`exag analyze --data EXPORT --out REPORT [--study ID]`: the analysis (experiments/analysis/) of a study's logs,
+written as a report. Data of several studies needs --study ID (repeatable) or --all-studies (pooled). Beside the
+package, not in it: importing experiments.analysis loads pandas, and `exag --help` loads this module.
 """
 from __future__ import annotations
 
@@ -21,7 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=None, help="read the event log from this Redis instead of --data")
     parser.add_argument("--out", type=Path, required=True, help="directory for the report")
     parser.add_argument("--study", action="append", default=None, metavar="ID",
-                        help="only this study (repeat for several; default: every study)")
+                        help="only this study (repeat for several); required when the data holds several "
+                             "studies, unless --all-studies")
+    parser.add_argument("--all-studies", action="store_true",
+                        help="pool every study the data holds into one report (demos and pre-registered studies "
+                             "alike; for scripts): without it, data of several studies needs --study ID")
     parser.add_argument("--bench", type=Path, default=None,
                         help="directory of `exag bench ... --json` results to show beside the study")
     parser.add_argument("--exclude", default=None, metavar="FLAGS",
@@ -44,7 +48,13 @@ def run(args: argparse.Namespace) -> int:
                          "data/server) or --redis-url URL")
     exclude = _exclude_flags(args.exclude)
     try:
+        if args.study and args.all_studies:
+            raise AnalysisError("pass --study ID (repeatable) or --all-studies, not both")
         tables = load_tables(args.redis_url or args.data, studies=args.study or None)
+        studies = tables.study_ids()
+        if not args.study and not args.all_studies and len(studies) > 1:
+            raise AnalysisError(f"the data holds {len(studies)} studies ({', '.join(studies)}): pass --study ID "
+                                "(repeatable) to analyse one, or --all-studies to pool them all")
         report = analyze(tables, bench_dir=args.bench, progress=True, no_exclusions=args.no_exclusions,
                          **({"exclude_flags": exclude} if exclude is not None else {}))
     except AnalysisError as error:

@@ -30,7 +30,7 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_AGENT, resolve_agent_path   # noqa: F401 - also read from here
-from .config import AgentConfig
+from .config import AgentConfig, fingerprint_dict
 from .known_image import KnownImage
 from .run_lengths import mask_to_rle
 from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Objects, VQAModel
@@ -328,8 +328,11 @@ class VQAAgent:
 
     def fingerprint(self) -> str:
         """Identifies the agent by its configuration and weights, wherever it was loaded from: explainers key
-        what they build for one agent by it (NLE models record it, RelQA caches its index under it)."""
-        digest = hashlib.blake2b(json.dumps(self.config.to_dict(), sort_keys=True).encode(), digest_size=16)
+        what they build for one agent by it (NLE models record it, RelQA caches its index under it).
+        Stable as AgentConfig grows: a field added since the first fingerprints were recorded enters it only
+        when it differs from its default (config.fingerprint_dict), so the shipped NLE models' recorded
+        fingerprints still match their agents."""
+        digest = hashlib.blake2b(json.dumps(fingerprint_dict(self.config), sort_keys=True).encode(), digest_size=16)
         for key, value in sorted(self.model.state_dict().items()):
             digest.update(key.encode())
             digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())

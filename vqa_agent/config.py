@@ -60,6 +60,25 @@ class AgentConfig:
         return cls(**data)
 
 
+# The AgentConfig fields the agent fingerprint (VQAAgent.fingerprint) was first computed over. Do not add to
+# this set: a field added to AgentConfig later enters the fingerprint only when it differs from its default,
+# so the fingerprint of every agent saved before the field existed (recorded by the shipped NLE models, keys
+# of RelQA's index caches) stays what it was.
+FINGERPRINT_FIELDS = frozenset({
+    "image_height", "image_width", "channels", "max_proposals", "proposal_threshold", "roi_size",
+    "max_question_words", "word_dim", "hidden", "reasoning_steps", "use_objects", "top_k", "symbolic",
+    "dropout", "epochs", "batch_images", "learning_rate", "weight_decay", "perception_weight",
+    "attention_supervision", "max_train_images", "seed"})
+
+
+def fingerprint_dict(config: AgentConfig) -> dict:
+    """What of `config` the agent fingerprint hashes: every field of FINGERPRINT_FIELDS, and each later field
+    whose value is not its default (symbolic_max_relations=None, for one, leaves the fingerprint alone)."""
+    data = config.to_dict()
+    defaults = AgentConfig().to_dict()
+    return {key: value for key, value in data.items() if key in FINGERPRINT_FIELDS or value != defaults[key]}
+
+
 PRESETS: dict[str, AgentConfig] = {
     # For tests: learns something in well under a minute on a tiny world.
     "tiny": AgentConfig(image_height=60, image_width=80, channels=(8, 16, 24), hidden=32, word_dim=16,

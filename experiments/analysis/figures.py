@@ -36,6 +36,7 @@ COLORS = ("#1f5fa8", "#d0672a", "#2f8f46", "#8e44ad", "#b03a48", "#6b6b6b", "#c9
 BASELINE_COLOR = "#7a7a7a"
 TICK_CHARS = 11                   # a category's tick label longer than this takes two lines
 LEGEND_WIDTH = 1.7                # inches beside each panel whose legend sits outside its axes (Fig. 9)
+XLABEL_CHARS = 64                 # an x label's second line (Fig. 7's trend) wraps at this width, within its panel
 LEGEND_CHARS = 26                 # a legend entry beside the axes wraps at this width
 MODE_NAMES = {"overall": "Overall", "overall_inc_none": "Overall inc. no-expl. group", "attention": "Attention",
               "relqa": "RelQAs", "both": "Both", "objscene": "ObjScene", "nle": "NLE", "introspect": "Introspect",
@@ -372,8 +373,8 @@ def fig7_win_by_helpfulness(report: dict) -> Figure:
             _stars(ax, mine, "win_rate")
             _categories(ax, [p.get("rating") for p in mine])
             _percent_axis(ax, "win rate")
-            ax.set_xlabel(f"helpfulness rating of the round\n{_trend_text((section.get('trend') or {}).get(mode))}",
-                          fontsize=7.5)
+            trend = textwrap.fill(_trend_text((section.get("trend") or {}).get(mode)), XLABEL_CHARS)
+            ax.set_xlabel(f"helpfulness rating of the round\n{trend}", fontsize=7.5)   # wrapped: within its panel
             ax.legend(fontsize=6.5, loc="lower left")
     return figure
 
@@ -392,11 +393,19 @@ def _won_lost_panel(ax, data) -> None:
         _no_data(ax, reason or "no games with a known set difficulty")
         return
     _categories(ax, ["no expl.", "with expl."])
-    ax.set_ylabel("mean set difficulty (lower = harder)", fontsize=8)
+    _difficulty_axis(ax, 8)
     ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
-    ax.legend(fontsize=6.5, loc="best")
+    _legend_beside(ax)        # inside the axes it covered error bars and their n= labels
     interaction = data.get("interaction") or {}
-    _corner(ax, f"difficulty x explanations: {_p_is(interaction.get('p_value'))} (clustered)")
+    ax.set_xlabel(textwrap.fill(f"difficulty x explanations: {_p_is(interaction.get('p_value'))} (clustered)",
+                                XLABEL_CHARS), fontsize=7.5)
+
+
+def _difficulty_axis(ax, fontsize: float) -> None:
+    """Set difficulty is a distance from the secret to its distractors (lower = harder): the axis is inverted, so
+    that a point higher up is a harder set, as a reader expects of "difficulty"."""
+    ax.invert_yaxis()
+    ax.set_ylabel("set difficulty (harder \u2191)\nmean secret-distractor distance", fontsize=fontsize)
 
 
 def _fig8_panels(section) -> int:
@@ -406,6 +415,8 @@ def _fig8_panels(section) -> int:
 def fig8_difficulty_by_rating(report: dict) -> Figure:
     scoped = scopes(report, "difficulty_by_rating")
     figure, grid = _rows(scoped, _fig8_panels)
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(width + LEGEND_WIDTH, height)    # room for the last panel's legend beside it
     letters = iter(LETTERS)
     for (kind, section), axes in zip(scoped, grid):
         reason = missing(section, "difficulty by rating")
@@ -417,8 +428,7 @@ def fig8_difficulty_by_rating(report: dict) -> Figure:
                 _no_data(ax, reason or "no rated rounds with a known set difficulty")
                 continue
             _categories(ax, [p.get("rating") for p in mine])
-            ax.set_ylabel("mean set difficulty", fontsize=9)
-            ax.set_xlabel("helpfulness rating of the round", fontsize=8)
+            _difficulty_axis(ax, 8)
             ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
             corr = ((section.get("correlation") or {}).get(mode) or {})
             trend = ((section.get("trend") or {}).get(mode) or {})
@@ -429,8 +439,9 @@ def fig8_difficulty_by_rating(report: dict) -> Figure:
                 ci = trend.get("ci_bootstrap")
                 lines.append(f"slope {trend['slope_per_step']:+.3f}/step" +
                              (f" [{ci[0]:+.3f}, {ci[1]:+.3f}] (participant bootstrap)" if ci else ""))
-            if lines:
-                _corner(ax, "\n".join(lines))
+            # under the axes, not in a corner: an inverted axis puts the easiest sets where a corner box sits
+            ax.set_xlabel("\n".join(["helpfulness rating of the round"] +
+                                     [textwrap.fill(line, XLABEL_CHARS) for line in lines]), fontsize=7.5)
         _title(axes[-1], letters, kind, "won vs lost games")
         _won_lost_panel(axes[-1], (section or {}).get("won_vs_lost") if isinstance(section, dict) else None)
     return figure
@@ -485,7 +496,7 @@ def _fig10_text(data: dict) -> str:
 
 def fig10_answer_correctness(report: dict) -> Figure:
     scoped = scopes(report, "answer_correctness")
-    figure, grid = _rows(scoped, lambda section: 2)
+    figure, grid = _rows(scoped, lambda section: 2, extra_width=LEGEND_WIDTH)
     letters = iter(LETTERS)
     for (kind, section), axes in zip(scoped, grid):
         top = missing(section, "win rates by answer correctness")
@@ -509,8 +520,8 @@ def fig10_answer_correctness(report: dict) -> Figure:
             _categories(ax, bins or [p.get("bin") for p in next(iter(groups.values()))])
             _percent_axis(ax, "win rate")
             ax.set_xlabel(f"the game's mean answer correctness\n"
-                          f"{_fig10_text(data)}", fontsize=7)
-            ax.legend(fontsize=6.5, loc="upper left")
+                          f"{textwrap.fill(_fig10_text(data), XLABEL_CHARS)}", fontsize=7)
+            _legend_beside(ax)            # inside the axes it covered the points' n= labels
     return figure
 
 
@@ -650,7 +661,9 @@ def _caption8(report: dict) -> str:
     key = "difficulty_by_rating"
     base = ("Fig. 8. Mean difficulty of the image set by the helpfulness rating given, per mode, and in the last "
             "panel of each row the mean difficulty of won and of lost games, without and with explanations (the "
-            f"paper's difficulty analysis). Error bars: {_method(report, key, 'interval', BOOTSTRAP)}. Corners: "
+            f"paper's difficulty analysis). The difficulty axis is inverted: higher is a harder set (a smaller mean "
+            "distance from the secret to its distractors). Error bars: "
+            f"{_method(report, key, 'interval', BOOTSTRAP)}. Under each panel: "
             "Spearman's rho with its p-value (ratings as independent) and the trend, "
             f"{_method(report, key, 'trend_test', 'the slope with its participant-bootstrap interval')}; in the last "
             "panel the test of difficulty x explanations (participant-clustered logistic regression). The label on "

@@ -10,7 +10,9 @@ there is no script. Every text from the report (study ids, arms, notes) is escap
 from __future__ import annotations
 
 import base64
+import contextvars
 import datetime
+import re
 from html import escape
 from pathlib import Path
 
@@ -25,6 +27,9 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid 
 h3{margin-top:1.4em}table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
 td,th{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#777}.small{font-size:12px}
+table.table1{font-size:12px}table.table1 td,table.table1 th{padding:2px 5px}
+table.table1 td.num{white-space:normal;min-width:6.5em}table.table1 th{font-weight:600;font-size:11.5px}
+ol.footnotes{margin:-.5em 0 1em;padding-left:1.6em}sup.fn{color:#8a5300;font-size:10px;margin-left:1px}
 figure{margin:1.2em 0 2em}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:13px;color:#333;margin-top:.4em;max-width:1000px}
 .notes{background:#fff8e5;border:1px solid #f0d68a;padding:.6em 1em;border-radius:4px}
@@ -102,9 +107,46 @@ def _missing(section) -> str | None:
     return None
 
 
+# While a table is built with footnotes (_Footnotes), _note gives a numbered marker and the note goes under the
+# table: a note inside a cell widened its column (Table 1 was wider than a 1,280 px screen).
+_FOOTNOTES: contextvars.ContextVar["_Footnotes | None"] = contextvars.ContextVar("footnotes", default=None)
+
+
+class _Footnotes:
+    """Notes gathered while a table is built: each distinct sentence once, numbered in order of first use."""
+
+    def __init__(self):
+        self.sentences: list[str] = []
+
+    def mark(self, text: str) -> str:
+        numbers = []
+        for sentence in dict.fromkeys(part for part in text.split("; ") if part):
+            if sentence not in self.sentences:
+                self.sentences.append(sentence)
+            numbers.append(self.sentences.index(sentence) + 1)
+        return f'<sup class="fn">{",".join(map(str, numbers))}</sup>'
+
+    def __enter__(self) -> "_Footnotes":
+        self._token = _FOOTNOTES.set(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _FOOTNOTES.reset(self._token)
+
+    def html(self) -> str:
+        if not self.sentences:
+            return ""
+        return ('<ol class="footnotes small muted">' + "".join(f"<li>{_e(s)}</li>" for s in self.sentences)
+                + "</ol>")
+
+
 def _note(*notes) -> str:
-    """A cell's note on a line of its own, each sentence once (stats.join_notes), or '' when there is none."""
+    """A cell's note on a line of its own, each sentence once (stats.join_notes), or '' when there is none; inside
+    `with _Footnotes()`, a numbered marker instead, the sentence going under the table."""
     text = join_notes(*notes)
+    footnotes = _FOOTNOTES.get()
+    if text and footnotes is not None:
+        return footnotes.mark(text)
     return f'<br><span class="muted small">{_e(text)}</span>' if text else ""
 
 
@@ -125,14 +167,24 @@ def _rate(cell, key: str = "win_rate", with_score: bool = False) -> str:
             f"{_ci(cell.get('ci'))} (n={_e(n)})</span>")
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1, numeric_to: int | None = None) -> str:
+def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1, numeric_to: int | None = None,
+           css: str = "") -> str:
     """Headers are escaped here; cells are HTML already (built from escaped parts). Columns numeric_from to
     numeric_to (exclusive; default: the last) are numbers, aligned right."""
     numeric_to = len(headers) if numeric_to is None else numeric_to
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td class=\"num\">{c}</td>" if numeric_from <= i < numeric_to else f"<td>{c}</td>"
                                     for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    opening = f'<table class="{_e(css)}">' if css else "<table>"
+    return f"{opening}<tr>{head}</tr>{body}</table>"
+
+
+def _unbroken(cell: str) -> str:
+    """A Table 1 cell whose lines may wrap between its parts but never inside an interval, a "+0.2 pts" or a
+    "p = 0.03" (its numeric cells wrap, so that the table fits a 1,280 px screen)."""
+    cell = re.sub(r"\[[^\]<]*\]", lambda m: m.group().replace(" ", "&nbsp;"), cell)
+    cell = re.sub(r"(?<=\d) pts\b", "&nbsp;pts", cell)
+    return re.sub(r"\bp (=|<) ", r"p&nbsp;\1&nbsp;", cell).replace("OR ", "OR&nbsp;")
 
 
 def _why(reason: str) -> str:
@@ -149,13 +201,14 @@ def table1(controlled, paper: dict | None = None) -> str:
     body = []
     paired_test = next((w["test"] for w in (r.get("improvement_within_participants") for r in rows)
                         if isinstance(w, dict) and w.get("test")), "its method is not in the report")
-    for r in rows:
-        body.append([f"{_e(mode_name(str(r.get('mode'))))}{_note(r.get('note'))}",
-                     _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
-                     _rate(r.get("group_baseline"), with_score=True), _paper_improvement(r.get("improvement_paper")),
-                     _with_minus_without(r.get("improvement")),
-                     _within_participants(r.get("improvement_within_participants")), _effect(r.get("effect")),
-                     _p(r.get("p_value")), _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
+    with _Footnotes() as footnotes:                  # notes numbered under the table, not inside its cells
+        for r in rows:
+            body.append([f"{_e(mode_name(str(r.get('mode'))))}{_note(r.get('note'))}",
+                         _rate(r.get("with_expl"), with_score=True), _rate(r.get("no_expl"), with_score=True),
+                         _rate(r.get("group_baseline"), with_score=True), _paper_improvement(r.get("improvement_paper")),
+                         _with_minus_without(r.get("improvement")),
+                         _within_participants(r.get("improvement_within_participants")), _effect(r.get("effect")),
+                         _p(r.get("p_value")), _p(r.get("p_value_clustered")), _e(r.get("n_participants", DASH))])
     out = ("<p>Score / win rate [95% CI] (n games). Three improvements, each in points of score / percentage "
            "points of win rate: <b>the paper's improvement</b> (its “Overall Improv” column) is the row's "
            "with-explanations figure minus the group baseline of the “overall inc. no-expl. group” row, one "
@@ -171,7 +224,7 @@ def table1(controlled, paper: dict | None = None) -> str:
            "and per block, wild cluster bootstrap over participants; offered only when both orders were played "
            "(counterbalanced), since under one order showing explanations and practice coincide. Every other "
            "p-value on this page is labelled an association: it compares games pooled, or games the player chose.</p>"
-           + _table(TABLE1_HEADERS, body))
+           + _table(TABLE1_HEADERS, [[_unbroken(c) for c in row] for row in body], css="table1") + footnotes.html())
     extra = []
     group = (controlled or {}).get("control_group") or {}
     if isinstance(group, dict) and not group.get("missing") and group.get("even_blocks"):
@@ -214,6 +267,8 @@ def _effect(effect) -> str:
     if not isinstance(effect, dict):
         return DASH
     if effect.get("p_value") is None and effect.get("win_rate") is None:
+        if effect.get("note") and _FOOTNOTES.get() is not None:     # in Table 1: the reason under the table
+            return f'<span class="muted small">not offered</span>{_note(effect["note"])}'
         return f'<span class="muted small">{_e(effect.get("note") or "not computed")}</span>'
     return (f"{_signed(effect.get('win_rate'), 1, 100)} pts{_ci(effect.get('win_rate_ci'))}<br>"
             f"{_p_is(effect.get('p_value'), EFFECT)}{_note(effect.get('note'))}")

@@ -31,7 +31,7 @@ def strict_json(text: str):
 
 def test_analyze_writes_the_whole_report(export, tmp_path):
     out = tmp_path / "report"
-    result = exag("analyze", "--data", export, "--out", out)
+    result = exag("analyze", "--data", export, "--out", out, "--all-studies")   # both studies, pooled
     assert result.returncode == 0, result.stderr
     assert "Table 1, overall" in result.stdout and "At-will" in result.stdout and str(out / "report.html") in result.stdout
 
@@ -97,13 +97,26 @@ def test_bad_input_is_a_clear_message_and_exit_2(case, export, tmp_path):
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "games.csv").write_text("id,winner\n1,yes\n")
     args = {"no_source": [], "unknown_study": ["--data", data, "--study", "no-such-study"],
-            "bad_flag": ["--data", data, "--exclude", "sleepy"]}.get(case, ["--data", data])
+            "bad_flag": ["--data", data, "--all-studies", "--exclude", "sleepy"]}.get(case, ["--data", data])
     result = exag("analyze", *args, "--out", tmp_path / "report")
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and result.stderr.startswith("exag: error: ")
     expected = {"missing": "does not exist", "foreign": "has no games table", "unknown_study": "no-such-study",
                 "no_source": "--data", "bad_flag": "sleepy", "no_game_id": "game_id"}[case]
     assert expected in result.stderr
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--study", "sim-controlled", "--all-studies"]])
+def test_an_export_of_several_studies_needs_the_study_named(extra, export, tmp_path):
+    """One report is one study's: without --study, data of several studies is refused in one line that lists
+    them and names --study ID and --all-studies (which pools them, as before, for scripts)."""
+    result = exag("analyze", "--data", export, *extra, "--out", tmp_path / "report")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.startswith("exag: error: ") and len(result.stderr.strip().splitlines()) == 1
+    assert "--study" in result.stderr and "--all-studies" in result.stderr
+    if not extra:
+        assert "sim-at-will" in result.stderr and "sim-controlled" in result.stderr
     assert not (tmp_path / "report").exists()
 
 
