@@ -104,9 +104,11 @@ function render() {
   if (current.stage !== "game") closeZoomOf(null);   // an image enlarged in a game that is over
   stage.replaceChildren(view ? view.render(current, ctx) : h("p", {text: `Unknown stage "${current.stage}".`}));
   const moveTo = view && view.focusTarget ? view.focusTarget(stage, current, previous, ctx) : null;
+  const scrolled = Boolean(ctx.ui.scrolled);   // the view brought what matters into view itself
+  ctx.ui.scrolled = false;
   const target = moveTo || (previous && previous.stage !== current.stage ? stage.querySelector("h1") : findFocus(key));
   if (target && !target.disabled) {
-    target.focus({preventScroll: !moveTo});
+    target.focus({preventScroll: !moveTo || scrolled});
     if (target.tagName === "INPUT" && target.type === "text") target.setSelectionRange(target.value.length, target.value.length);
   }
   if (!ctx.ui.busy) focusBeforeBusy = null;
@@ -133,6 +135,9 @@ socket.on("state", (data) => {
   const state = typeof data === "string" ? JSON.parse(data) : data;
   clearTimeout(busyTimer);
   ctx.ui.busy = null;
+  // a new game (or none): the screen reader's region no longer tells the last game's answer
+  const gameId = (game) => (game && game.game_id) || null;
+  if (current && gameId(current.game) !== gameId(state.game)) ctx.announce("");
   if (VIEWS[state.stage] && VIEWS[state.stage].onState) VIEWS[state.stage].onState(state, current, ctx);
   current = state;
   rememberPid(state);

@@ -2,7 +2,8 @@
 (never on one, on another badge, on an object's centre or on a control, never clipped), checked from the
 DOM boxes on a 20-image board and enlarged; zooming selects nothing; the header counts the questions the
 points pay for; an over-long question is refused whole, by the page and by the server; on a 390x844 phone
-the header stays in view and the rating box is in view after an answer; a refused link is one styled
+the header stays in view, the rating box is in view after an answer and, after explanations are bought, the
+explanations about the secret with the rating box right below them; a refused link is one styled
 message (a finished participation told so); the demo link resumes in a second tab; /favicon.ico. Writes
 docs/screenshot_phone.png."""
 from __future__ import annotations
@@ -172,7 +173,10 @@ def test_on_a_phone_the_header_stays_and_the_rating_box_comes_first(browser, liv
     assert in_view(page.locator(".rating-box"), below=bottom), page.locator(".rating-box").bounding_box()
     buy_explanations(page, AT_WILL.images)
     bottom = header.bounding_box()["y"] + header.bounding_box()["height"]
-    assert in_view(page.locator(".rating-box"), below=bottom), page.locator(".rating-box").bounding_box()
+    # the explanations about the secret in view, the rating box right below them (issue 44)
+    panel = page.locator(".secret-panel")
+    assert in_view(panel, below=bottom), panel.bounding_box()
+    assert page.locator(".rating-box").bounding_box()["y"] >= panel.bounding_box()["y"] + panel.bounding_box()["height"] - 1
     assert in_view(header)
     board = page.evaluate(BADGE_PROBLEMS, ".image-grid")
     assert not board["problems"], board

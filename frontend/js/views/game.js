@@ -134,7 +134,7 @@ function askForm(state, game, ui, ctx) {
   };
   const input = h("input", {
     id: "question", name: "question", type: "text", autocomplete: "off", value: ui.draft, disabled,
-    placeholder: "e.g. Is there a red cube?", "aria-describedby": "question-help",
+    placeholder: "Is there a red cube?", "aria-describedby": "question-help",
     oninput: (event) => {
       ui.draft = event.target.value;
       showCount(ui.draft);
@@ -151,8 +151,10 @@ function askForm(state, game, ui, ctx) {
   return h("form", {class: "ask-form", onsubmit: submit},
     h("label", {for: "question", text: "Ask a question about the secret image"}),
     h("div", {class: "ask-row"}, input,
+      // a short label (the header says what a question costs), so that the box shows its whole placeholder
       h("button", {id: "ask", type: "submit", class: "primary", disabled,
-                   text: ctx.ui.busy === "ask" ? "Asking…" : `Ask (−${plural(game.question_cost, "point")})`})),
+                   "aria-label": ctx.ui.busy === "ask" ? null : `Ask (costs ${plural(game.question_cost, "point")})`,
+                   text: ctx.ui.busy === "ask" ? "Asking…" : `Ask (−${game.question_cost})`})),
     h("div", {class: "ask-meta"}, hint, count));
 }
 
@@ -169,7 +171,9 @@ function ratingBox(state, game, ctx) {
       h("button", {id: "explain", type: "button", disabled: busy, onclick: () => ctx.emit("explain", {game_id: game.game_id}),
                    text: ctx.ui.busy === "explain" ? "Getting explanations…" : `Get explanations (costs ${plural(game.explanation_cost, "point")})`}),
       h("p", {class: "hint", text: "See why the agent answered, before you rate."})) : null,
-    h("fieldset", {class: "rating-group", id: "rating-group"},
+    // the group, not a button, takes the focus after an answer (focusTarget): no rating is preselected, so a
+    // stray Enter rates nothing; a rating takes a deliberate Tab to a button then Enter or Space, or a key 1-5
+    h("fieldset", {class: "rating-group", id: "rating-group", tabindex: "-1"},
       h("legend", {text: `How helpful was this answer${last && last.explained ? " and its explanations" : ""} for finding the secret image?`}),
       h("div", {class: "rating-buttons"}, (state.ratings || []).map((rating, i) =>
         h("button", {type: "button", class: "rating", dataset: {rating}, disabled: busy,
@@ -229,14 +233,33 @@ export function focusTarget(root, state, previous, ctx) {
   const last = game.rounds[game.rounds.length - 1];
   const lastBefore = before && before.rounds[before.rounds.length - 1];
   if (game.phase === "rating" && (!before || before.phase !== "rating" || (lastBefore && lastBefore.explained !== last.explained))) {
-    // the whole box in view (below the sticky header: style.css scroll-padding), not just its first button
-    const box = root.querySelector(".rating-box");
-    if (box) box.scrollIntoView({block: "nearest"});
-    return root.querySelector("button.rating");
+    showWhatIsRated(root, ctx);
+    return root.querySelector("#rating-group");
   }
   if (game.phase === "asking" && (!before || before.phase !== "asking")) return root.querySelector("#question");
   if (game.phase === "finished" && (!before || before.phase !== "finished")) return root.querySelector("#outcome");
   return null;
+}
+
+// What a rating is about in view, then the rating box: where the layout puts the explanations about the
+// secret right above the rating box (phones: style.css), the answer and those explanations come into view
+// from their top with the rating right below them, never a rating of something off-screen; otherwise the
+// whole box (below the sticky header: style.css scroll-padding), not just its first button.
+function showWhatIsRated(root, ctx) {
+  const box = root.querySelector(".rating-box");
+  if (!box) return;
+  const panel = root.querySelector(".secret-panel");
+  const above = panel && panel.getBoundingClientRect().bottom <= box.getBoundingClientRect().top + 1;
+  if (!above) {
+    box.scrollIntoView({block: "nearest"});
+    return;
+  }
+  const latest = root.querySelector(".latest");
+  const header = root.querySelector(".status-bar");
+  const room = window.innerHeight - (header ? header.getBoundingClientRect().height : 0);
+  const fromLatest = latest && panel.getBoundingClientRect().bottom - latest.getBoundingClientRect().top <= room;
+  (fromLatest ? latest : panel).scrollIntoView({block: "start"});
+  ctx.ui.scrolled = true;     // main.js focuses the rating group without scrolling it away
 }
 
 export function onKey(event, state, ctx) {

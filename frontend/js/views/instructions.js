@@ -14,7 +14,7 @@ export function render(state, ctx) {
     h("ul", {class: "rules"},
       h("li", {text: `You see ${s.images || "several"} images. One of them is the secret image, picked at random.`}),
       h("li", {text: "Find it by asking an AI agent questions about the secret image in your own words, for example “Is there a red cube?” or “How many spheres are there?”. The agent answers about the secret image only, and it is not always right."}),
-      h("li", {text: `You start each game with ${plural(s.start_points ?? "some", "point")}. Each question costs ${plural(s.question_cost ?? 1, "point")}; you can ask up to ${plural(s.max_questions ?? 20, "question")}.`}),
+      pointsRule(s),
       explanationRule(s, modes, info.offer),
       h("li", {text: `After every answer, rate how helpful the answer${explained ? " (and its explanations, when you have them)" : ""} was for finding the secret image, from “${(state.ratings || [])[0] || "Helping a lot"}” to “${(state.ratings || [])[4] || "Completely confusing"}”. The rating is needed before your next question or your guess.`}),
       h("li", {text: "When you think you know, select the image and press “Guess this image”. You have one guess per game."}),
@@ -28,6 +28,21 @@ export function render(state, ctx) {
     h("button", {id: "begin", type: "button", class: "primary", disabled: Boolean(ctx.ui.busy),
                  onclick: () => ctx.emit("begin", {}),
                  text: info.comprehension ? "Continue to a few questions about the rules" : "Start the first game"}));
+}
+
+// The study's numbers as they play out: what a question costs, how many questions the start points pay for
+// (the game's limit only where it is the smaller; game/state.py questions_allowed), what explanations take
+// from that, and what 0 points mean (no more questions, and a right guess then scores 0: game/rules.py).
+function pointsRule(s) {
+  const start = s.start_points, cost = s.question_cost ?? 1, limit = s.max_questions;
+  if (!Number.isInteger(start)) return h("li", {id: "points-rule", text: `You start each game with some points. Each question costs ${plural(cost, "point")}.`});
+  const paid = cost > 0 ? Math.floor(start / cost) : Infinity;
+  const most = Number.isInteger(limit) ? Math.min(paid, limit) : paid;
+  const fewer = s.explanations_at_will && s.explanation_cost > 0 ? ", fewer if you buy explanations" : "";
+  const questions = cost > 0
+    ? `Each question costs ${plural(cost, "point")}, so your points pay for at most ${plural(most, "question")} in a game${fewer}${most < paid ? ` (a game allows no more than ${plural(limit, "question")})` : ""}.`
+    : `Questions are free; you can ask up to ${plural(most, "question")} in a game.`;
+  return h("li", {id: "points-rule", text: `You start each game with ${plural(start, "point")}. ${questions}${cost > 0 ? " When your points run out you can ask no more questions, and a right guess with 0 points left scores 0." : ""}`});
 }
 
 // After a comprehension check with a wrong answer (the server does not say which): read again, answer again.
