@@ -14,7 +14,6 @@ from pathlib import Path
 
 from explainers import EXPLAINER_NAMES
 from game.study import missing_checkpoint
-from vqa_agent.checkpoints import checkpoint_fingerprint, is_shipped   # noqa: F401 - their old home, for one release
 
 from .rounds import RoundQueue
 
