@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from game.pool import POOLS_DIR, pool_dir, seed_shipped_embeddings
+from vqa_agent.checkpoints import agent_name
 from vqa_agent.world.build import render_progress, start_background_render
 from vqa_agent.world.default import DEFAULT_WORLD, GAME_WORLD, default_world
 
@@ -98,7 +99,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
     def ready(app) -> None:       # once the web process answers
         base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
         pool = f", image pool {config.pool}" if config.pool else ""
-        print(f"\nExAG is ready (agent {config.agent}, world {config.world}{pool}, Redis {config.redis_url}; "
+        print(f"\nExAG is ready (agent {agent_name(config.agent)}, world {config.world}{pool}, Redis {config.redis_url}; "
               f"{'the development server' if args.dev else 'gunicorn'}).")
         print(f"  play (at-will demo):    {base}/?study=demo")
         print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")

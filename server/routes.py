@@ -6,6 +6,8 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, jsonify, redirect, request, send_file
 
+from vqa_agent.checkpoints import agent_name
+
 from . import browser
 from .rating_task import RatingError
 from .schemas import ID
@@ -67,7 +69,7 @@ def _png(path: Path) -> Response:
 def healthz():
     s = services()
     ok = s.store.ping()
-    return jsonify({"ok": ok, "redis": ok, "agent": s.config.agent, "world": str(s.config.world),
+    return jsonify({"ok": ok, "redis": ok, "agent": agent_name(s.config.agent), "world": str(s.config.world),
                     "pool": str(s.config.pool) if s.config.pool else None,
                     "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
 

@@ -19,6 +19,12 @@ from pathlib import Path
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"   # agents shipped with the package, by name
 DEFAULT_AGENT = "medium"                                           # what "default" means
+
+
+def agent_name(name) -> str:
+    """An agent as people read it: "default" is said as the shipped preset it stands for ("medium (default)"),
+    so the start message, /healthz and the docs name one agent alike."""
+    return f"{DEFAULT_AGENT} (default)" if str(name) == "default" else str(name)
 CHECKPOINT_FILES = ("config.json", "vocabulary.json", "model.safetensors")
 HF_PREFIX = "hf:"
 HF_ARCHITECTURES = ("ViltForQuestionAnswering", "BlipForQuestionAnswering")   # what hf_agent.py can answer with

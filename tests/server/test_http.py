@@ -90,3 +90,11 @@ def test_bot_plays_through_the_real_socket(live_server):
     assert controlled["ask_to_answer_ms"]["n"] == 6
     at_will = play_games(live_server.url, 1, "at-will", study="aw", progress=False)
     assert at_will["games"] == 1 and not at_will["errors"] and at_will["explain_ms"]["n"] >= 1
+
+
+def test_the_default_agent_is_named_as_the_preset_it_stands_for():
+    """README, the start message and /healthz name one agent alike: "default" is the shipped medium preset."""
+    from vqa_agent.checkpoints import DEFAULT_AGENT, agent_name
+
+    assert agent_name("default") == f"{DEFAULT_AGENT} (default)" == "medium (default)"
+    assert agent_name("weak") == "weak" and agent_name("/srv/agents/private") == "/srv/agents/private"
