@@ -84,7 +84,7 @@ from game.participant import DEFAULT_MIX, PRESETS, SimulatedParticipant, with_mi
 from game.rules import RuleError
 from game.seeding import seeded_rng
 from game.settings import RATINGS, settings_named
-from game.study import AGREEMENT, StudyConfig, arm_modes, is_sham, load_study
+from game.study import AGREEMENT, StudyConfig, arm_modes, is_sham, load_study, missing_checkpoint
 from server import browser
 from server.app import create_app, load_studies
 from server.config import ServerConfig
@@ -627,6 +627,9 @@ class SimulationConfig:
 def simulate(config: SimulationConfig) -> dict:
     """Runs the study, writes OUT/export/ and OUT/summary.json; returns the summary."""
     study, left_out = as_dry_run(load_study(study_file(config.study)))
+    missing = not config.url and study.agent and missing_checkpoint(study.agent)
+    if missing:       # said once, of the user's file, before a server copies it anywhere
+        raise ValueError(f"{config.study}: the study's agent {study.agent!r} cannot be loaded here: {missing}")
     study = seeded_study(study, config.seed)
     if left_out and config.progress:
         print(left_out, file=sys.stderr, flush=True)

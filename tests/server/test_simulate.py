@@ -156,3 +156,14 @@ def test_a_registered_study_with_checks_dry_runs_as_it_is(tmp_path):
     assert "left out" in said and "pre-registration" in said and said.count("\n") == 0
     unchanged, nothing = as_dry_run(dry)
     assert unchanged is dry and nothing is None
+
+
+def test_an_agent_typo_is_said_once_of_the_users_file(tmp_path):
+    from cli import exag
+
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"study_id": "typo", "kind": "controlled", "sessions": 4, "games_per_session": 1,
+                                "agent": "meduim"}))
+    ran = exag("simulate", "--study", str(path), "--participants", "2", "--out", str(tmp_path / "out"))
+    assert ran.returncode == 2 and ran.stderr.count("exag: error:") == 1 and str(path) in ran.stderr
+    assert ran.stderr.count("\n") == 1 and "exag-simulate-" not in ran.stderr     # not a temporary copy
