@@ -40,6 +40,7 @@ code{background:#f2f2f2;padding:0 3px;border-radius:3px}details{margin:.5em 0}su
 .prereg{background:#f3f9f3;border:1px solid #b9dcb9;padding:.6em 1em;border-radius:4px}
 .claim{font-size:11px;padding:0 4px;border-radius:3px;white-space:nowrap}.claim.effect{background:#e3f4e3;color:#1d5e1d}
 .claim.association{background:#eee;color:#555}
+.tests code{word-break:break-all}.tests td{max-width:22em}
 """
 DASH = "–"
 PAPER_IMPROVEMENT = "paper's improvement: with expl − overall-inc-none group baseline"
@@ -541,8 +542,8 @@ def tests_section(tests) -> str:
             "<b>association</b> is anything else: games pooled, games the player chose to buy explanations in, "
             "ratings given after seeing the explanation. A significant association is not evidence that "
             "explanations caused anything.</p>"
-            + _table(["test", "estimate", "p", "unit", "calibrated under (null scenarios)"], rows, 1, 3)
-            + "</details>")
+            + '<div class="tests">' + _table(["test", "estimate", "p", "unit", "calibrated under (null scenarios)"],
+                                             rows, 1, 3) + "</div></details>")
 
 
 def _corr(c: dict) -> list[str]:
