@@ -182,7 +182,3 @@ def listed_tests(sections: dict, skip: tuple[str, ...] = ("benchmarks", "paper")
                         "calibrated_under": list(scenarios), "test": _method(holder, p_key), "path": dotted})
     return out
 
-
-def claim_of(report_tests: list[dict], path: str) -> str:
-    """The claim of the p-value at `path` (as listed), "association" when it is not listed."""
-    return next((t["claim"] for t in report_tests if t["path"] == path), ASSOCIATION)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chromium import TIMEOUT_MS, ask, needs_chromium
+from chromium import TIMEOUT_MS, ask, needs_chromium, new_page, to_the_game
 
 from game.settings import settings_named
 
@@ -58,21 +58,6 @@ BADGE_PROBLEMS = """(root) => {
   });
   return {problems, placed, labels, overlays: overlays.length};
 }"""
-
-
-def new_page(browser, url: str, errors: list[str], width: int = 1280, height: int = 800, context=None):
-    page = context.new_page() if context else browser.new_page()     # browser.new_page: a browser of its own
-    page.set_viewport_size({"width": width, "height": height})
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url)
-    return page
-
-
-def to_the_game(page) -> None:
-    page.click("#consent-agree")
-    page.click("#begin")
-    sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
 
 
 def buy_explanations(page, images: int) -> None:

@@ -6,7 +6,7 @@ game's answer at the next game; an error banner lies over the page and does not 
 from __future__ import annotations
 
 import pytest
-from chromium import TIMEOUT_MS, ask, needs_chromium
+from chromium import TIMEOUT_MS, ask, needs_chromium, new_page, to_the_game
 
 from game.settings import settings_named
 
@@ -16,23 +16,9 @@ CONTROLLED = settings_named("controlled")     # `quick` (tests/server/server_set
 PHONE = {"width": 390, "height": 844}
 
 
-def new_page(browser, url: str, errors: list[str], viewport: dict | None = None):
-    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 800})
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url)
-    return page
-
-
-def to_the_game(page) -> None:
-    page.click("#consent-agree")
-    page.click("#begin")
-    sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
-
-
 def test_on_a_phone_the_explanations_bought_are_in_view_with_the_rating_below(browser, live_server):
     errors = []
-    page = new_page(browser, f"{live_server.url}/?study=aw&pid=rated-1", errors, PHONE)
+    page = new_page(browser, f"{live_server.url}/?study=aw&pid=rated-1", errors, **PHONE)
     to_the_game(page)
     ask(page, "Is there a small rubber cube?")
     page.click("#explain")
@@ -102,7 +88,7 @@ def placeholder_fits(page) -> bool:
 
 def test_placeholder_live_region_and_error_banner(browser, live_server):
     errors = []
-    phone = new_page(browser, f"{live_server.url}/?study=aw&pid=page-1", errors, PHONE)
+    phone = new_page(browser, f"{live_server.url}/?study=aw&pid=page-1", errors, **PHONE)
     to_the_game(phone)
     assert placeholder_fits(phone)
     phone.close()
