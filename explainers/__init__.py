@@ -22,7 +22,7 @@ _BASE = ("Explainer", "Explanation", "ExplanationRequest")
 def __getattr__(name: str):
     """EXPLAINERS (the built-in classes) and the base classes, imported on first use."""
     if name == "EXPLAINERS":
-        from .registry import explainer_class
+        from .table_entry import explainer_class
         value = {row.name: explainer_class(row) for row in BUILTIN}
     elif name in _BASE:
         value = getattr(importlib.import_module(".base", __name__), name)

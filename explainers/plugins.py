@@ -10,6 +10,10 @@ entry point declares only when the operator allowed it: EXAG_EXPLAINERS="mymodul
 A study is admin input: any other name is refused without importing anything, and whatever an allowed
 plugin's module raises as it is imported (SystemExit included) refuses the study, never the server.
 
+The explainer table (explainers/registry.py) asks `resolve` for the row (explainers/table_entry.py) of every
+name that is not a built-in, refuses one that raises NotInstalled with the names it knows, and runs a plugin
+as a `CheckedExplainer`. This module never imports the table.
+
 The class is checked when it is first named (`check_class`): a subclass of explainers.base.Explainer that
 implements the verb (`payloads` or `explain_batch`), with a `name`, a `kind` the page can draw
 (explainers/kinds/), capabilities from explainers/agent_interface.py in `requires`, and text in `label`
@@ -24,12 +28,16 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import replace
 from importlib import metadata
 
-from .registry import GROUP, IMPORT_PATH, Entry, allowed_paths, explainer_class, unknown
+from .table_entry import Entry, explainer_class
 
+GROUP = "exag.explainers"                                   # the entry point group of third-party explainers
+ALLOW_ENV = "EXAG_EXPLAINERS"   # the operator's import paths, separated by spaces or commas, a study may name
+IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")   # "module:Class", as entry points write it
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,200}")   # a name that fits a study's arm ("a+b"), a URL and an attribute
 
 
@@ -37,10 +45,22 @@ class ContractError(ValueError):
     """A third-party explainer that breaks the contract; the text names the explainer and what is wrong."""
 
 
+class NotInstalled(ValueError):
+    """A name that is neither an installed entry point's nor an allowed import path (nothing was imported)."""
+
+
+def allowed_paths() -> list[str]:
+    """The import paths a study may name: the classes installed entry points declare and those the operator
+    listed in EXAG_EXPLAINERS (none is imported)."""
+    declared = {ep.value.strip() for ep in metadata.entry_points(group=GROUP)}
+    listed = {p for p in re.split(r"[\s,]+", os.environ.get(ALLOW_ENV, "")) if IMPORT_PATH.fullmatch(p)}
+    return sorted(declared | listed)
+
+
 @functools.lru_cache(maxsize=256)
 def resolve(name: str) -> Entry:
     """The table's row of a third-party explainer (only rows that resolved are remembered: a package
-    installed later is found)."""
+    installed later is found). NotInstalled: no installed entry point nor allowed import path has the name."""
     if not NAME.fullmatch(name or ""):
         raise ValueError(f"unknown explainer {name!r}: a name is 1-200 letters, digits, '_', '.', ':' or '-'")
     points = [ep for ep in metadata.entry_points(group=GROUP) if ep.name == name]
@@ -52,7 +72,7 @@ def resolve(name: str) -> Entry:
     elif name in allowed_paths():
         target, how = name, f"import path {name!r}"
     else:       # a study is admin input: it never makes the server import a module nobody installed or allowed
-        raise ValueError(unknown(name))
+        raise NotInstalled(f"no installed entry point nor allowed import path is named {name!r}")
     if not IMPORT_PATH.fullmatch(target):
         raise ContractError(f"explainer {name!r}: {how} is not 'module:Class'")
     try:        # a plugin's module runs as it is imported: whatever it raises (SystemExit too) refuses it

@@ -8,14 +8,14 @@ imported only when an explainer is loaded.
                                           # allowed (EXAG_EXPLAINERS="mypackage.module:MyExplainer")
     load_explainer("relqa", agent, world="data/world")
 
-A study, `exag serve` and `exag bench card` name explainers by these names. The built-ins are BUILTIN;
-any other name is a third-party explainer (explainers/plugins.py): an installed entry point's name, or an
-import path "module:Class" that an installed entry point declares or the operator allowed in EXAG_EXPLAINERS,
-imported and checked against the contract (base.py, agent_interface.py, kinds/) when it is first named, and
-refused with a message that says what is wrong. A study is admin input: it only chooses among the
-explainers the server lists, and never makes the server import a module nobody installed or allowed. An
-explainer is known by the name it was named by: its explanations carry that name, in the event log and on
-the page.
+A study, `exag serve` and `exag bench card` name explainers by these names. The built-ins are BUILTIN (rows of
+explainers/table_entry.py); any other name is a third-party explainer, which explainers/plugins.py finds (an
+installed entry point's name, or an import path "module:Class" that an installed entry point declares or the
+operator allowed in EXAG_EXPLAINERS), imports and checks against the contract (base.py, agent_interface.py,
+kinds/) when it is first named, and refuses with a message that says what is wrong. A study is admin input:
+it only chooses among the explainers the server lists, and never makes the server import a module nobody
+installed or allowed. An explainer is known by the name it was named by: its explanations carry that name,
+in the event log and on the page.
 
 The page gets `page_table` (server/routes.py /api/explainers): kind, label and the instructions' line
 for each explainer a study shows; a sham gets the label and line of the explainer it imitates, so the
@@ -23,29 +23,13 @@ participant cannot tell them apart.
 """
 from __future__ import annotations
 
-import importlib
-import os
-import re
-from dataclasses import dataclass
 from importlib import metadata
 
-GROUP = "exag.explainers"                                   # the entry point group of third-party explainers
-ALLOW_ENV = "EXAG_EXPLAINERS"   # the operator's import paths, separated by spaces or commas, a study may name
-IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")   # "module:Class", as entry points write it
+from .plugins import ALLOW_ENV, GROUP, CheckedExplainer, NotInstalled, allowed_paths, resolve
+from .table_entry import Entry, explainer_class
+
 BUILTIN_EXCEPTIONS = (OSError, ValueError, KeyError)        # why a built-in may be unavailable (missing
                                                             # files, a model for another agent); others are bugs
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str                 # how studies, rounds, events and the page name it
-    target: str               # its class, "module:Class"
-    kind: str                 # how its payload looks and is drawn (explainers/kinds/)
-    label: str = ""           # the page's heading above its explanations
-    description: str = ""     # the instructions' line about it
-    imitates: str = ""        # a sham: the explainer whose output for another image of the round it shows
-    plugin: bool = False      # a third-party explainer (explainers/plugins.py), not one of BUILTIN
-
 
 # In load order: a sham comes after the explainer it imitates (it shares that one's loaded models).
 BUILTIN: tuple[Entry, ...] = (
@@ -75,14 +59,6 @@ def installed() -> list[str]:
     return sorted({ep.name for ep in metadata.entry_points(group=GROUP)} - set(_BUILTIN))
 
 
-def allowed_paths() -> list[str]:
-    """The import paths a study may name: the classes installed entry points declare and those the operator
-    listed in EXAG_EXPLAINERS (none is imported)."""
-    declared = {ep.value.strip() for ep in metadata.entry_points(group=GROUP)}
-    listed = {p for p in re.split(r"[\s,]+", os.environ.get(ALLOW_ENV, "")) if IMPORT_PATH.fullmatch(p)}
-    return sorted(declared | listed)
-
-
 def is_name(name: str) -> bool:
     """Whether `name` can name an explainer, without importing anything: a built-in, an installed entry
     point or an allowed import path. `entry` says whether it keeps the contract."""
@@ -110,8 +86,10 @@ def entry(name: str) -> Entry:
     unknown name, or a plugin that cannot be imported or breaks the contract (the text says which)."""
     if name in _BUILTIN:
         return _BUILTIN[name]
-    from . import plugins
-    return plugins.resolve(name)
+    try:
+        return resolve(name)
+    except NotInstalled:
+        raise ValueError(unknown(name)) from None
 
 
 def imitates(name: str) -> str:
@@ -123,14 +101,6 @@ def imitates(name: str) -> str:
 def sham_of(name: str) -> str | None:
     """The built-in sham that imitates `name`, if there is one."""
     return next((e.name for e in BUILTIN if e.imitates == name), None)
-
-
-def explainer_class(row: Entry) -> type:
-    module, _, attribute = row.target.partition(":")
-    value = importlib.import_module(module)
-    for part in attribute.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def load_explainer(name: str, agent, **options):
@@ -146,7 +116,6 @@ def load_explainer(name: str, agent, **options):
                          "offer (explainers/agent_interface.py)")
     explainer = cls(agent, **options)
     if row.plugin:
-        from .plugins import CheckedExplainer
         return CheckedExplainer(explainer, row)
     return explainer
 

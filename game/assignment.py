@@ -2,7 +2,8 @@
 
 A study's assignment is a sequence of slots, a pure function of (seed, arms, order): anyone who holds the
 study's seed, arms and order (all in the export) recomputes every slot with `slot` or `slots`. The server
-deals the slots in arrival order (`next_slot`).
+deals the slots in arrival order: `next_slot` says which number comes next, game/study.py's `study_slot` which
+slot that is in a study's sequence (it reads the study's seed, arms and order, so this module needs no study).
 
 Permuted blocks. The slots come in blocks; each block is drawn from the generator of (seed, block)
 (game/seeding.py), so a block does not depend on how many were drawn before it:
@@ -23,12 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .seeding import seeded_rng
-
-if TYPE_CHECKING:            # study.py imports this module for ORDERS
-    from .study import StudyConfig
 
 ORDERS = ("abab", "baba", "counterbalanced")     # the study's option (game/study.py StudyConfig.order)
 PLAYED = ("abab", "baba")                        # what one participant plays
@@ -70,13 +67,6 @@ def slot(seed: int, arms: Sequence[str], order: str | None, number: int) -> Slot
 def slots(seed: int, arms: Sequence[str], order: str | None, n: int) -> list[Slot]:
     """The first n slots of the sequence."""
     return [slot(seed, arms, order, k) for k in range(n)]
-
-
-def study_slot(study: "StudyConfig", number: int) -> Slot:
-    """Slot `number` of a study's sequence: its seed, arms and order (at-will studies: no order)."""
-    if study.seed is None:
-        raise ValueError(f"study {study.study_id} has no seed yet: the server draws one when it stores the study")
-    return slot(study.seed, study.arms, study.order if study.kind == "controlled" else None, number)
 
 
 def next_slot(dealt: int, held: set[int]) -> int:

@@ -15,12 +15,19 @@ also logs it in every game_start event (`offered`, the export's games table).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .seeding import seeded_rng
 
-if TYPE_CHECKING:            # study.py imports this module for OFFERS
-    from .study import StudyConfig
+
+class OfferingStudy(Protocol):
+    """What `offered` reads of a study (game/study.py StudyConfig, which imports OFFERS from here)."""
+    study_id: str
+    offer: str
+    seed: int | None
+
+    @property
+    def games(self) -> int: ...
 
 OFFERS = ("always", "randomized")     # the study's option (game/study.py StudyConfig.offer)
 
@@ -40,7 +47,7 @@ def offered_games(seed: int, key: int | str, games: int) -> frozenset[int]:
     return frozenset(int(g) for g in rng.permutation(games)[:half])
 
 
-def offered(study: "StudyConfig", key: int | str, game_number: int) -> bool | None:
+def offered(study: OfferingStudy, key: int | str, game_number: int) -> bool | None:
     """Whether explanations can be bought in game `game_number` (0-based) of the participant `key`
     (`participant_key`): None when the study offers them always (every at-will game, and controlled studies)."""
     if study.offer == "always":

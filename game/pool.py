@@ -4,9 +4,10 @@ sets are chosen by. Nothing here imports torch: a web process reads the embeddin
 beside the world (keyed by the agent's checkpoint and the pool), which the first worker (or a build)
 computes once with `compute_embeddings`.
 
-A pool is a built world (`scenes.json`) or a folder of images imported by `exag pool import` (`pool.json`,
-game/image_pool.py: no scenes nor masks, `has_ground_truth` False). `GamePool(path)` opens
-either; `pool_dir(name)` finds a pool by directory or by name under data/pools/.
+A pool is a built world (`scenes.json`: GamePool) or a folder of images imported by `exag pool import`
+(`pool.json`, its layout and manifest in game/image_pool.py: ImagePool, no scenes nor masks,
+`has_ground_truth` False). `GamePool(path)` opens either; `pool_dir(name)` finds an imported pool by
+directory or by name under data/pools/.
 """
 from __future__ import annotations
 
@@ -22,12 +23,15 @@ from threading import Lock
 import numpy as np
 from PIL import Image
 
+from explainers.scales import EXPLANATION_SCALE
 from vqa_agent.checkpoints import checkpoint_fingerprint
 from vqa_agent.known_image import KnownImage
 from vqa_agent.world.build import POOL_SPLIT, ensure_rendered, shipped_pool_embeddings
 from vqa_agent.world.clevr_io import scene_from_json
 from vqa_agent.world.render import load_mask_png
 from vqa_agent.world.scene import Scene
+
+from .image_pool import POOL_MANIFEST, UNGRADED, is_image_pool, read_manifest
 
 IMAGE_CACHE = 256          # decoded images kept in memory (a 320x240 image is 230 KB)
 EMBEDDINGS_DIR = "pool-embeddings"   # beside the world's images: <world>/pool-embeddings/<key>.npy
@@ -37,11 +41,6 @@ log = logging.getLogger(__name__)
 
 
 POOLS_DIR = Path("data/pools")     # `exag pool import`'s pools by name (relative to the working directory)
-POOL_MANIFEST = "pool.json"       # what marks an imported pool (game/image_pool.py)
-
-
-def is_image_pool(path: str | Path) -> bool:
-    return (Path(path) / POOL_MANIFEST).is_file()
 
 
 def pool_dir(name: str | Path) -> Path:
@@ -73,7 +72,6 @@ class GamePool:
     def __new__(cls, world: str | Path | None = None) -> "GamePool":
         # an imported pool opens as one wherever a pool is opened
         if cls is GamePool and world is not None and is_image_pool(world):
-            from .image_pool import ImagePool
             return super().__new__(ImagePool)
         return super().__new__(cls)
 
@@ -214,6 +212,70 @@ class GamePool:
         _store_embeddings(embeddings, self.embeddings_paths(agent_name, cache_dir))
         self.embeddings = embeddings
         return embeddings
+
+
+WORDS_THRESHOLDS = (0.8, 0.6, 0.4, 0.2)    # share of listed words among the annotated objects -> the scale
+
+
+class ImagePool(GamePool):
+    """An imported pool (game/image_pool.py), with the interface of GamePool, which opens a directory holding
+    its manifest as one of these:
+
+        pool = GamePool("data/pools/holiday")   # isinstance(pool, ImagePool)
+        pool.has_ground_truth                   # False: scene(i) and masks(i) are None, answers are "ungraded"
+        pool.objects(i)                         # the annotated object words of image i, or None (not annotated)
+    """
+    has_ground_truth = False
+
+    def __init__(self, world: str | Path) -> None:
+        self.world = Path(world).resolve()        # the pool's directory (named as a world's, for GamePool's code)
+        self.manifest = read_manifest(self.world)
+        self.entries: list[dict] = self.manifest["images"]
+        if len(self.entries) < 2:
+            raise ValueError(f"{self.world} has {len(self.entries)} pool images; a game needs at least 2")
+        self.filenames = [entry["file"] for entry in self.entries]
+        self._start_caches()
+
+    @property
+    def agent(self) -> str:
+        """The agent whose embeddings the import stored."""
+        return str(self.manifest.get("agent", {}).get("name", ""))
+
+    def image_path(self, i: int) -> Path:
+        return self.world / "images" / self.filenames[i]
+
+    def world_index(self, i: int) -> int:
+        """What the event log calls the image (`world_images`): its position in the manifest."""
+        return i
+
+    def source(self, i: int) -> str:
+        """The image's file name in the imported folder."""
+        return str(self.entries[i]["source"])
+
+    def scene(self, i: int) -> None:
+        """None: an imported image has no scene (check `has_ground_truth`)."""
+        return None
+
+    def masks(self, i: int) -> None:
+        """None: an imported image has no instance masks (check `has_ground_truth`)."""
+        return None
+
+    def objects(self, i: int) -> list[str] | None:
+        """The object words annotated for image i (`--annotations`), or None when it has no annotation."""
+        words = self.entries[i].get("objects")
+        return None if words is None else list(words)
+
+    def grade_explanation(self, explanation: dict, i: int) -> str:
+        """An explanation's grade on this pool: ObjScene words by the share of them among image i's annotated
+        objects; anything else (and any image without annotation) UNGRADED."""
+        objects = self.objects(i)
+        if explanation.get("kind") != "words" or not objects:
+            return UNGRADED
+        words = [w["word"] for w in explanation.get("payload", {}).get("words", [])]
+        if not words:
+            return EXPLANATION_SCALE[2]
+        share = float(np.mean([word.lower() in objects for word in words]))
+        return EXPLANATION_SCALE[next((k for k, t in enumerate(WORDS_THRESHOLDS) if share >= t), len(WORDS_THRESHOLDS))]
 
 
 def _store_embeddings(embeddings: np.ndarray, paths: list[Path]) -> None:

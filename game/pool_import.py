@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .image_pool import KIND, MANIFEST_FORMAT, ImagePool
+from .image_pool import KIND, MANIFEST_FORMAT, POOL_MANIFEST, is_image_pool
 from .image_sets import choose_image_set
-from .pool import POOL_MANIFEST, is_image_pool
+from .pool import ImagePool
 from .settings import DIFFICULTY_LEVELS, SETTINGS
 
 WIDTH, HEIGHT = 320, 240                   # the world's images (vqa_agent/world/build.py WorldConfig)

@@ -18,6 +18,9 @@ on the study is held to it:
 - a server refuses a study whose stored pre-registration differs (server/study_check.py);
 - `exag analyze` applies the registered exclusions by default and labels every other analysis exploratory
   (experiments/analysis/preregistered.py).
+
+game/study.py's StudyConfig calls `check` as it is made, so this module does not import it: its functions take
+any `Study`, the fields of a study config they read.
 """
 from __future__ import annotations
 
@@ -25,24 +28,22 @@ import dataclasses
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from vqa_agent.checkpoints import checkpoint_fingerprint
 
 from .quality import FLAGS
-
-if TYPE_CHECKING:
-    from .study import StudyConfig
 
 FORMAT = "exag-preregistration/2"
 PLAN_KEYS = ("hypotheses", "primary", "stopping_rule", "exclusions", "planned_n")   # what the researcher decides
 # ... what `exag preregister` adds: the facts it registers beside the plan (the exag version and the agent's
 # checkpoint, `registered`), a short hash of every frozen field so that a change is named (`fields`), and the hash
 KEYS = PLAN_KEYS + ("registered", "fields", "sha256")
-# The document freezes the whole study config but these: how participants are paid and what the page is titled
-# (no rule of the experiment), and the arm assignment's seed (drawn by the server when the study is created,
+# The document freezes the whole study config but these: how participants are paid and reach the study, what the
+# page is titled (no rule of the experiment), and the arm assignment's seed (drawn by the server when the study is created,
 # recorded in the event log), beside the plan.
-NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirect_url", "title", "seed")
+NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirect_url", "title", "seed",
+              "prolific_study_id")
 # Fields StudyConfig gained after this format, with the value every study had before them: frozen like any other,
 # but left out of the document at that value, so that a study registered before the field existed still matches
 # its hash (and the field is named as changed once it takes another value).
@@ -122,7 +123,22 @@ def primary_comparisons(kind: str, arms) -> dict[str, str]:
     return named
 
 
-def check(study: "StudyConfig") -> None:
+class Study(Protocol):
+    """A study config as the pre-registration reads it (game/study.py's StudyConfig, a frozen dataclass:
+    `registration` copies it with dataclasses.replace)."""
+    study_id: str
+    kind: str
+    arms: tuple[str, ...]
+    sessions: int
+    games_per_session: int
+    order: str
+    checks: dict
+    preregistration: dict
+
+    def to_dict(self) -> dict: ...
+
+
+def check(study: Study) -> None:
     """Raises ValueError, one line saying what is wrong, for a malformed plan or one whose hash no longer
     matches the study (its rules changed after `exag preregister`: the changed fields are named)."""
     plan = study.preregistration
@@ -169,7 +185,7 @@ def check(study: "StudyConfig") -> None:
                          "collected")
 
 
-def check_agent(study: "StudyConfig", agent: str) -> None:
+def check_agent(study: Study, agent: str) -> None:
     """Raises ValueError when the study was registered with an agent checkpoint (`exag preregister` registered
     its fingerprint) whose files differ from `agent`'s, the one a server would play."""
     registered = study.preregistration.get("registered", {}).get("agent_fingerprint")
@@ -185,7 +201,7 @@ def check_agent(study: "StudyConfig", agent: str) -> None:
                          "the new one as a new study")
 
 
-def outcomes_hidden(study: "StudyConfig", finished: int) -> str | None:
+def outcomes_hidden(study: Study, finished: int) -> str | None:
     """Why a pre-registered study's outcomes (win rates by arm) are not shown yet, or None: they are hidden
     from whoever runs the study until its planned N participants have finished (no peeking)."""
     plan = study.preregistration
@@ -196,20 +212,20 @@ def outcomes_hidden(study: "StudyConfig", finished: int) -> str | None:
             "stopping when it looks good would make its tests wrong.")
 
 
-def frozen(study: "StudyConfig") -> dict:
+def frozen(study: Study) -> dict:
     """The study's fields the document freezes (all but NOT_FROZEN, and those of ADDED_SINCE at their old value),
     as JSON data."""
     return {k: v for k, v in json.loads(json.dumps(study.to_dict())).items()
             if k not in NOT_FROZEN and (k not in ADDED_SINCE or v != ADDED_SINCE[k])}
 
 
-def field_hashes(study: "StudyConfig") -> dict[str, str]:
+def field_hashes(study: Study) -> dict[str, str]:
     """A short hash of each frozen field and plan field ("preregistration.exclusions"), to name what changed."""
     values = {**frozen(study), **{f"preregistration.{k}": study.preregistration.get(k) for k in PLAN_KEYS}}
     return {k: hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16] for k, v in values.items()}
 
 
-def changed_fields(study: "StudyConfig") -> list[str]:
+def changed_fields(study: Study) -> list[str]:
     """The fields whose value differs from the registered one (empty for a first-format registration, which
     kept no per-field hashes, or when only the hash itself was edited)."""
     registered = study.preregistration.get("fields")
@@ -219,7 +235,7 @@ def changed_fields(study: "StudyConfig") -> list[str]:
     return [k for k in sorted(set(now) | set(registered)) if now.get(k) != registered.get(k)]
 
 
-def registration(study: "StudyConfig", registered: dict) -> dict:
+def registration(study: Study, registered: dict) -> dict:
     """The study's "preregistration" section as `exag preregister` leaves it: the plan, what is registered beside
     it (`registered`: exag_version, agent_fingerprint), a short hash of each field and the document's hash."""
     plan = {k: study.preregistration[k] for k in PLAN_KEYS if k in study.preregistration}
@@ -232,7 +248,7 @@ def missing(plan: dict) -> list[str]:
     return [k for k in PLAN_KEYS if k not in plan or plan[k] in ("", [], None) and k != "exclusions"]
 
 
-def document(study: "StudyConfig") -> dict:
+def document(study: Study) -> dict:
     """What is registered (without the hash itself): the whole study config but NOT_FROZEN, the analysis's
     level and sidedness, the plan, and what `exag preregister` registered beside it (the exag version, the
     agent checkpoint's fingerprint). A study registered in the first format gets that format's document."""
@@ -247,14 +263,14 @@ def document(study: "StudyConfig") -> dict:
             "registered": plan.get("registered", {})}
 
 
-def document_bytes(study: "StudyConfig") -> bytes:
+def document_bytes(study: Study) -> bytes:
     """The document as FILE.json holds it: one canonical text, so its hash is the same everywhere."""
     return (json.dumps(document(study), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def digest(study: "StudyConfig") -> str:
+def digest(study: Study) -> str:
     return hashlib.sha256(document_bytes(study)).hexdigest()
 
 
-def registered(study: "StudyConfig") -> bool:
+def registered(study: Study) -> bool:
     return bool(study.preregistration.get("sha256"))

@@ -1,5 +1,5 @@
 """Study design as plain data: arms, orders and the block schedule of controlled studies (who gets which
-arm and order: game/assignment.py).
+arm and order: game/assignment.py; `study_slot` here is a study's slot of it, which server/play.py deals).
 
 Controlled studies (docs/research.md §1): each participant gets one arm for good; sessions of 5 games
 alternate without/with explanations, at least 4 sessions. The study's `order` says which comes first:
@@ -36,7 +36,7 @@ from explainers import registry
 from vqa_agent.checkpoints import HF_CAPABILITIES, checkpoint_files, is_hf_agent
 
 from . import preregistration
-from .assignment import ORDERS, PLAYED
+from .assignment import ORDERS, PLAYED, Slot, slot
 from .checks import Checks, parse_checks
 from .offer import OFFERS
 from .settings import GameSettings, settings_named
@@ -111,6 +111,8 @@ class StudyConfig:
                                  # colour screen, attention, demographics); {} = none
     offer: str = "always"        # at-will: "always" (explanations can be bought in every game) or "randomized" (in a
                                  # seeded random half of each participant's games: game/offer.py)
+    prolific_study_id: str = ""  # the study's STUDY_ID on Prolific: then a join's link must carry it and a SESSION_ID
+                                 # (a participation is id and session: docs/real-study.md); "" = any link
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -129,6 +131,9 @@ class StudyConfig:
             raise ValueError("agent: a shipped agent name or a checkpoint directory on the server (\"\" = the server's)")
         if not isinstance(self.pool, str) or len(self.pool) > 500 or any(c in self.pool for c in "\n\r\0"):
             raise ValueError("pool: an imported image pool's directory or name on the server (\"\" = the server's)")
+        if not isinstance(self.prolific_study_id, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{0,64}",
+                                                                          self.prolific_study_id):
+            raise ValueError("prolific_study_id: the STUDY_ID of the study on Prolific (letters and digits), or \"\"")
         if self.completion_codes not in COMPLETION_CODES:
             raise ValueError(f"completion_codes must be {' or '.join(COMPLETION_CODES)}")
         preregistration.check(self)
@@ -232,6 +237,14 @@ def fixed_order(study: StudyConfig) -> str | None:
     if study.kind == "at-will":
         return None
     return study.order if study.order in PLAYED else "abab"
+
+
+def study_slot(study: StudyConfig, number: int) -> Slot:
+    """Slot `number` of a study's sequence (game/assignment.py): its seed, arms and order (at-will studies: no
+    order)."""
+    if study.seed is None:
+        raise ValueError(f"study {study.study_id} has no seed yet: the server draws one when it stores the study")
+    return slot(study.seed, study.arms, study.order if study.kind == "controlled" else None, number)
 
 
 # What each built-in explainer needs of an agent (its class's `requires`, explainers/agent_interface.py),

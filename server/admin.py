@@ -36,7 +36,10 @@ from .study_check import check_study, check_unchanged, paid_study_warnings
 
 admin = Blueprint("admin", __name__, template_folder="templates")
 LATEST_SHOWN = 50          # participants per study the monitor shows, and a search finds
-MAX_PID_CHARS = 100        # a participant id as the monitor shows it: a platform prefix and an ID
+SEVERAL_SESSIONS = ("Participant ids that joined under more than one platform session: {}. Someone may have used "
+                    "another's id; each session is a participation of its own: keep the one the platform lists as "
+                    "submitted (docs/real-study.md).")
+MAX_PID_CHARS = 140        # a participant id as the monitor shows it: a platform prefix, an ID and a session
 MAX_SEARCH_CHARS = 100
 # what a malformed config raises from StudyConfig's and GameSettings' own checks: a wrong type meets a
 # comparison, a constructor or a method (a list where a string is due), a number too large for a float, or
@@ -122,12 +125,18 @@ def _monitor() -> list[dict]:
         latest = sorted(participants, key=lambda p: -p["last_seen"])[:LATEST_SHOWN]
         for p in latest:
             p["quality"] = _quality(p)
+        closed = s.store.closed_because(study.study_id) if status == "closed" else None
+        sessions = Counter(p["pid"].rsplit(":", 1)[0] for p in participants if p["pid"].count(":") == 2)
+        shared = sorted(pid for pid, n in sessions.items() if n > 1)[:LATEST_SHOWN]
         effort = Counter(f for p in latest for f in p["quality"]["flags"].split("+") if f)
         rows.append({"study": study.to_dict(), "status": status, "arms": arms, "outcomes_hidden": hidden,
                      "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
                      "participants": latest, "effort": dict(sorted(effort.items())),
-                     "bound_elsewhere": bound_elsewhere(s.store, study.study_id),
-                     "warnings": paid_study_warnings(study, s.config.agent)})
+                     "bound_elsewhere": bound_elsewhere(s.store, study.study_id), "closed_because": closed,
+                     "several_sessions": shared, "warnings":
+                     [f"This study closed itself to new joins: {closed}. Fix the agent, then open the study "
+                      "again."] * bool(closed) + [SEVERAL_SESSIONS.format(", ".join(shared))] * bool(shared)
+                     + paid_study_warnings(study, s.config.agent)})
     return rows
 
 
@@ -170,9 +179,10 @@ def admin_monitor_html():
 
 # --- studies ---------------------------------------------------------------------------------------
 
-def _checked_study() -> StudyConfig:
+def _checked_study(prove: bool = False) -> StudyConfig:
     """The study config sent (form field `config`: JSON text; or JSON {"config": text or object}), checked as
-    study files are (server/study_check.py) and against the studies on the server."""
+    study files are (server/study_check.py) and against the studies on the server; `prove`: its agent answers
+    a warm-up question too (creation, not the check as one types)."""
     config = _sent().get("config")
     try:
         if isinstance(config, str):
@@ -180,7 +190,7 @@ def _checked_study() -> StudyConfig:
         if not isinstance(config, dict):
             raise ValueError("send the study config as a JSON object: {\"study_id\": ..., \"kind\": ..., ...}")
         study = StudyConfig.from_dict(config)
-        check_study(study, services().pool, services().agents)   # the same checks as for study files
+        check_study(study, services().pool, services().agents, prove)   # the same checks as for study files
     except json.JSONDecodeError as error:
         raise Refused(f"the config is not valid JSON: {error}") from None
     except CONFIG_ERRORS as error:
@@ -212,7 +222,7 @@ def check_study_config():
 def create_study():
     _admin()
     try:
-        study = _checked_study()
+        study = _checked_study(prove=True)
         if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,
                                                            "config": study.to_dict()}, only_if_new=True):
             raise Refused(f"a study {study.study_id!r} exists already", 409)
@@ -268,10 +278,10 @@ def release_participant():
     _admin()
     sent = _sent()
     study_id = _study_named(sent)
-    pid = _text(sent, "participant", MAX_PID_CHARS, "prolific:ID, mturk:ID or pid:ID")
+    pid = _text(sent, "participant", MAX_PID_CHARS, "prolific:ID:SESSION, mturk:ID:ASSIGNMENT or pid:ID")
     if not release(services().store, current_app.extensions["socketio"], study_id, pid):
-        raise Refused(f"Not released: study {study_id!r} has no participant {pid!r} (ids look like prolific:ID, "
-                      "mturk:ID or pid:ID, as in the monitor)", 404)
+        raise Refused(f"Not released: study {study_id!r} has no participant {pid!r} (ids look like "
+                      "prolific:ID:SESSION, mturk:ID:ASSIGNMENT or pid:ID, as in the monitor)", 404)
     if _wants_json():
         return jsonify({"released": pid, "study": study_id})
     return redirect("/admin")

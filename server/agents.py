@@ -3,6 +3,11 @@ workers do, server/worker.py): the server's own (ServerConfig.agent), and any ag
 (StudyConfig.agent: a shipped name or a checkpoint directory), checked to exist on first use. A round names
 its study's agent; a worker loads it on first use, with its own explainers.
 
+An agent is proven before players meet it (`prove_agent`): a worker loads it and answers one warm-up
+question on the pool's first images, through the same streams as a game's rounds. The admin form proves a
+study's agent before it creates the study, `exag serve` the server's and every study file's before it says
+ready; a broken agent refuses the study with the worker's reason.
+
 A participant can replay a public checkpoint on the images they are shown (docs/threat-model.md); a
 paid study that must rule that out names a private checkpoint, and its rounds are answered by it.
 """
@@ -10,18 +15,40 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from explainers import EXPLAINER_NAMES
 from game.study import missing_checkpoint
 
-from .rounds import RoundQueue
+from .rounds import RoundError, RoundJob, RoundQueue, RoundTimeout
 
 log = logging.getLogger(__name__)
 
 
+WARMUP_QUESTION = "How many objects are there?"    # every agent reads it: the world's, a transformers VQA model
+WARMUP_TIMEOUT_S = 120.0     # a cold load of a study's agent on a busy worker (a transformers model: ~10-30 s)
+
+
 class AgentUnavailable(ValueError):
     """A study's agent could not be loaded; the text says why."""
+
+
+def prove_agent(queue: RoundQueue, agent: str, timeout_s: float = WARMUP_TIMEOUT_S) -> float:
+    """Seconds until a worker answered one warm-up question with `agent` ("" = the server's), loading it
+    first if it must; AgentUnavailable with the worker's reason (or none answering) when it did not."""
+    started = time.monotonic()
+    job = RoundJob("warmup", [0, 1], WARMUP_QUESTION, 0, ["warmup-0", "warmup-1"], agent=agent)
+    named = f"the agent {agent!r}" if agent else "the server's agent"
+    try:
+        queue.submit(job, timeout_s=timeout_s)
+    except RoundTimeout:
+        raise AgentUnavailable(f"no inference worker answered a warm-up question of {named} within {timeout_s:.0f} s "
+                               "(are workers running? `exag worker`, docs/operations.md)") from None
+    except RoundError as error:
+        raise AgentUnavailable(f"{named} could not answer a warm-up question on this server: "
+                               f"{getattr(error, 'why', error)}"[:500]) from None
+    return time.monotonic() - started
 
 
 def agent_key(name: str | Path) -> str:
@@ -54,6 +81,7 @@ class Agents:
         self.server_worker = AgentHandle("", queue)
         self.server_agent, self._server_key = str(server_agent), agent_key(server_agent)
         self._handles: dict[str, AgentHandle] = {}
+        self._proven: set[str] = set()
         self._lock = threading.Lock()
 
     def worker(self, name: str = "") -> AgentHandle:
@@ -69,6 +97,14 @@ class Agents:
                     raise AgentUnavailable(f"the agent {name!r} could not be loaded on this server: {why}"[:500])
                 self._handles[key] = AgentHandle(name, self.queue)
             return self._handles[key]
+
+    def prove(self, name: str = "", timeout_s: float = WARMUP_TIMEOUT_S) -> None:
+        """The agent `name` answered a warm-up question on a worker (once per web process); AgentUnavailable
+        says why not."""
+        handle = self.worker(name)
+        if handle.name not in self._proven:
+            prove_agent(self.queue, handle.name, timeout_s)
+            self._proven.add(handle.name)
 
     @property
     def workers(self) -> list[AgentHandle]:

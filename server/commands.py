@@ -70,6 +70,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
     parser.add_argument("--threads", type=int, default=1, metavar="T", help="torch threads per worker (default 1)")
     parser.add_argument("--device", default="auto",
                         help="this machine's workers' torch device: auto (cuda when available, else cpu), cpu or cuda")
+    parser.add_argument("--explainer-options", type=json.loads, default={}, metavar="JSON",
+                        help='this machine\'s workers\' options per explainer, e.g. \'{"relqa": {"min_bank": 50}}\'')
     parser.set_defaults(run=partial(serve_command, live_report=live_report))
 
 
@@ -94,6 +96,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
                           admin_token=args.admin_token or "", worker_device=args.device,
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
+                          explainer_options=args.explainer_options,
                           **({"studies_dir": args.studies} if args.studies else {}))
 
     def ready(app) -> None:       # once the web process answers
@@ -115,6 +118,8 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
             print(f"started {args.workers} inference worker(s) ({args.threads} torch thread(s) each): "
                   f"pids {' '.join(map(str, workers.pids))}", flush=True)
         try:
+            if workers is not None:   # "ready" once a worker of every agent a study file names has answered
+                _check_studies_on_workers(config)
             return run_web(config, dev=args.dev, threads=args.web_threads, log_requests=args.log,
                            trusted_proxies=args.trusted_proxies, ready=ready, live_report=live_report)
         finally:
@@ -155,6 +160,47 @@ def _check_study_files(config: ServerConfig) -> None:
     try:
         for warning in check_study_files(config.studies_dir, store, config.agent):
             print(f"warning: {warning}", flush=True)
+    finally:
+        store.close()
+
+
+def _check_studies_on_workers(config: ServerConfig) -> None:
+    """Before the web process opens, once this machine's workers run: the server's agent and every study file's
+    answer a warm-up question (server/agents.py), then each new study file passes the checks the web process
+    runs when it loads it (server/study_check.py), so that what cannot run stops `exag serve` with one line
+    naming the file, never a web worker that fails to boot. The first start waits as long as the web process
+    waits for the pool's embeddings."""
+    from game.pool import GamePool
+    from game.study import load_study
+
+    from .agents import Agents, AgentUnavailable, agent_key, prove_agent
+    from .rounds import RoundQueue
+    from .store import Store
+    from .study_check import check_study
+
+    paths = sorted(Path(config.studies_dir).glob("*.json")) if Path(config.studies_dir).is_dir() else []
+    named = {"": "--agent"}           # agent -> where it is named
+    for path in paths:
+        agent = load_study(path).agent
+        if agent and agent_key(agent) != agent_key(config.agent):
+            named.setdefault(agent, str(path))
+    store = Store.connect(config.redis_url)
+    agents = Agents(config.agent, RoundQueue(store.redis))
+    try:
+        for agent, source in named.items():
+            print(f"waiting for an inference worker to answer a warm-up question of agent "
+                  f"{agent or agent_name(config.agent)} ...", flush=True)
+            seconds = prove_agent(agents.queue, agent, config.embeddings_wait_s if not agent else 600)
+            print(f"  answered in {seconds:.1f} s", flush=True)
+        pool = GamePool(config.pool or config.world)
+        pool.load_embeddings(config.agent, config.data_dir / "cache", wait_s=config.embeddings_wait_s)
+        source = ""
+        for source in paths:
+            study = load_study(source)
+            if store.study(study.study_id) is None:
+                check_study(study, pool, agents)
+    except (AgentUnavailable, ValueError) as error:
+        raise ValueError(f"{source}: {error}"[:1000]) from None
     finally:
         store.close()
 

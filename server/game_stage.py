@@ -6,6 +6,7 @@ grade, or the ground truth.
 """
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 
@@ -18,7 +19,9 @@ from game.state import GameState, player_view
 from game.study import StudyConfig, explainers_of, for_the_secret, with_explanations
 
 from .participation import GAME, Participation, PlayError
-from .rounds import RoundError, RoundJob
+from .rounds import AgentFailed, RoundError, RoundJob
+
+log = logging.getLogger(__name__)
 
 
 class GameStage(Participation):
@@ -125,6 +128,12 @@ class GameStage(Participation):
                        list(for_secret), seed=len(state.rounds), agent=self._worker(record.get("agent", "")).name)
         try:
             result = self.agents.queue.submit(job, slow=slow)
+        except AgentFailed as error:    # its study closes to newcomers until the researcher opens it again
+            because = f"its agent {job.agent or self.agents.server_agent!r} failed on a worker: {error.why}"
+            if self.store.close_study(record["study"], because, {"type": "study_closed", "time": time.time(),
+                                                                  "study": record["study"], "because": because}):
+                log.error("study %s closed to new joins: %s", record["study"], because)
+            raise PlayError(str(error)) from error
         except RoundError as error:
             raise PlayError(str(error)) from error
         return result, result["shown"], result["graded"]

@@ -20,10 +20,10 @@ import time
 
 from redis.exceptions import LockError
 
-from game.assignment import next_slot, study_slot
+from game.assignment import next_slot
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
-from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order
+from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order, study_slot
 
 from . import browser
 from .check_stages import CheckStages
@@ -41,6 +41,8 @@ ANOTHER_BROWSER = ("this participation is already open in another browser; ask t
                    "if you changed device")
 ANOTHER_SESSION = ("this participant id is already taking part under another session; use the link of your own "
                    "session, or ask the researcher to release it")
+NOT_THE_PROLIFIC_LINK = ("this link is not this study's link on Prolific (it needs the study's STUDY_ID and your "
+                         "SESSION_ID); please open the study from Prolific")
 PARTICIPATION_OVER = "this participation is already finished: you have taken part in this study. Thank you!"
 
 
@@ -114,9 +116,16 @@ class Play(CheckStages):
     @staticmethod
     def _participant_id(payload: dict, study: StudyConfig, browser_key: str) -> tuple[str, dict]:
         ids = {k: v for k, v in payload.items() if k not in ("study", "arm")}
+        if study.prolific_study_id and (ids.get("STUDY_ID") != study.prolific_study_id or "SESSION_ID" not in ids
+                                        or "PROLIFIC_PID" not in ids):
+            raise PlayError(NOT_THE_PROLIFIC_LINK)
         for field, source in EXTERNAL_IDS.items():
             if field in ids:
-                return f"{source}:{ids[field]}", ids
+                # keyed by the platform's session too (Prolific SESSION_ID, MTurk assignmentId), which the platform
+                # gives the participant alone: someone who knows another's id, but not their session, joins as a
+                # participation of their own and never locks the owner out (docs/real-study.md)
+                session = next((ids[k] for k in SESSION_IDS if k in ids), None)
+                return f"{source}:{ids[field]}" + (f":{session}" if session else ""), ids
         if study.choose_arm:   # demos and pilots: an anonymous player gets the id of their browser (its tabs share it)
             return f"pid:{browser.anonymous_id(browser_key, study.study_id, payload.get('arm'))}", ids
         raise PlayError("this link has no participant id (pid, PROLIFIC_PID or workerId); use the link you were given")

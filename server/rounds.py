@@ -55,13 +55,22 @@ class RoundTimeout(RoundError):
     pass
 
 
+class AgentFailed(RoundError):
+    """The round's agent could not be loaded or answer on a worker; `why` is the worker's reason (for the
+    researcher; the text is for the player)."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
+
+
 NO_WORKER = ("the game's agent did not answer in time (no inference worker took the question); please ask "
              "again in a moment, or tell the researcher if this keeps happening")
 
 
 @dataclass
 class RoundJob:
-    kind: str                              # "round" or "prepare"
+    kind: str                              # "round", "prepare" or "warmup" (server/warmup.py)
     images: list[int]                      # pool positions of the game's images, in the order shown
     question: str = ""
     secret: int = 0                        # position of the secret in `images`
@@ -101,11 +110,12 @@ class RoundQueue:
         ensure_groups(client)
         self._published: tuple[float, dict] = (0.0, {})
 
-    def submit(self, job: RoundJob, slow: bool = False) -> dict:
+    def submit(self, job: RoundJob, slow: bool = False, timeout_s: float | None = None) -> dict:
         """The job's result (a dict, see server/respond.py `finish_round`); RoundError with the worker's
-        message when the round was refused, RoundTimeout when no worker answered in time. Returns or raises
-        within the queue's timeout (plus one Redis round trip), whatever Redis does meanwhile."""
-        job.deadline = time.time() + self.timeout_s
+        message when the round was refused (AgentFailed when its agent failed), RoundTimeout when no worker
+        answered in time. Returns or raises within `timeout_s` (default: the queue's) plus one Redis round
+        trip, whatever Redis does meanwhile."""
+        job.deadline = time.time() + (timeout_s or self.timeout_s)
         self.post(job, slow)
         reply = self._wait_for_reply(job)
         key = RESULT.format(job.job_id)
@@ -120,6 +130,8 @@ class RoundQueue:
         if raw is None or raw == TAKEN:
             raise RoundTimeout(NO_WORKER if reply is None else "this round's answer was lost; please ask again")
         result = json.loads(raw)
+        if "agent_failed" in result:
+            raise AgentFailed(result["error"], result["agent_failed"])
         if "error" in result:
             raise RoundError(result["error"])
         return result

@@ -147,6 +147,27 @@ class Store:
         self.transaction(write)
         return True
 
+    def close_study(self, study_id: str, because: str, event: dict) -> bool:
+        """Closes an open study to new joins with the reason the console shows (`closed_because`; opening it
+        again clears it) and appends `event`; False when it was not open."""
+        key = f"exag:study:{study_id}"
+
+        def write(pipe) -> bool:
+            raw = pipe.get(key)
+            data = json.loads(raw) if raw else None
+            if data is None or data["status"] != "open":
+                return False
+            pipe.multi()
+            pipe.set(key, _json({**data, "status": "closed", "closed_because": because}))
+            self.add_event(pipe, event)
+            return True
+        return self.redis.transaction(write, key, value_from_callable=True)
+
+    def closed_because(self, study_id: str) -> str | None:
+        """Why a study closed itself (Store.close_study), None when it did not."""
+        raw = self.redis.get(f"exag:study:{study_id}")
+        return json.loads(raw).get("closed_because") if raw else None
+
     # --- participants -----------------------------------------------------------------------------
 
     @staticmethod

@@ -52,8 +52,9 @@ def check_fields(study: StudyConfig) -> None:
             raise ValueError(f"{name} must be text of at most {MAX_TEXT_CHARS} characters")
 
 
-def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
-    """Raises ValueError with the reason a participant of this study would fail."""
+def check_study(study: StudyConfig, pool: GamePool, agents: Agents, prove: bool = False) -> None:
+    """Raises ValueError with the reason a participant of this study would fail; `prove`: its agent answers
+    a warm-up question on a worker first (server/agents.py; before a study is created, not as one types)."""
     check_fields(study)
     check_pool(study.pool, pool)                 # a study that names its pool runs on a server serving that one
     settings = settings_named(study.kind, **study.settings)
@@ -72,6 +73,8 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents) -> None:
         raise ValueError(f"the {', '.join(missing)} explainer could not be loaded on this server: "
                          f"{'; '.join(worker.unavailable[m] for m in missing)}"[:500])
     choose_image_set(pool.embeddings, settings.images, settings.difficulty, np.random.default_rng(0))
+    if prove:
+        agents.prove(study.agent)
 
 
 def check_unchanged(study: StudyConfig, stored: StudyConfig) -> None:

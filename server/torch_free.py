@@ -26,7 +26,7 @@ WEB_MODULES = (
     "game.offer", "game.pool",
     "game.preregistration", "game.quality", "game.rules", "game.seeding", "game.settings", "game.state",
     "game.study",
-    "explainers", "explainers.registry", "explainers.scales",
+    "explainers", "explainers.registry", "explainers.scales", "explainers.table_entry",
     # a study that names a plugin explainer: the web process loads and checks it (explainers/plugins.py)
     "explainers.agent_interface", "explainers.base", "explainers.plugins", "explainers.kinds",
     "explainers.kinds.attention", "explainers.kinds.coherence", "explainers.kinds.fields",

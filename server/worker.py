@@ -304,8 +304,8 @@ class Worker:
                 predictor = self._predictor(job.agent)
             except Exception as error:         # noqa: BLE001 - a missing or broken checkpoint
                 log.warning("agent %r could not be loaded: %s", job.agent, error)
-                self._failed[job.agent] = f"{type(error).__name__}: {error}"[:500]
-                self._publish(job, {"error": AGENT_FAILED})
+                why = self._failed[job.agent] = f"{type(error).__name__}: {error}"[:500]
+                self._publish(job, {"error": why if job.kind == "warmup" else AGENT_FAILED, "agent_failed": why})
                 continue
             images = [self.pool.known(i) for i in job.images]
             if job.kind == "prepare":
@@ -328,7 +328,10 @@ class Worker:
             started = time.thread_time()
             results = self.predictors[agent].predict([request for _, request in pairs])
             for (job, _), result in zip(pairs, results):
-                if isinstance(result, Exception):
+                if isinstance(result, Exception) and job.kind == "warmup":   # the researcher reads why
+                    why = f"{type(result).__name__}: {result}"[:500]
+                    payload = {"error": f"the agent could not answer: {why}", "agent_failed": why}
+                elif isinstance(result, Exception):
                     payload = {"error": "the agent could not answer this round; please ask again"}
                 else:
                     try:

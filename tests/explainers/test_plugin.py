@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from plugin_example import install, on_path
 
-from explainers import registry
+from explainers import plugins, registry
 from explainers.base import ExplanationRequest
 from explainers.kinds import for_player
 from explainers.plugins import ContractError
@@ -100,7 +100,7 @@ def installed(tmp_path_factory):
                         *(f"broken_plugins:{c}" for c in re.findall(r"^class (\w+)", BROKEN, re.M)),
                         "broken_plugins:Missing"])
     with on_path(target, root / "code"), pytest.MonkeyPatch.context() as patch:
-        patch.setenv(registry.ALLOW_ENV, allowed)
+        patch.setenv(plugins.ALLOW_ENV, allowed)
         yield target
 
 
@@ -132,7 +132,7 @@ def test_the_web_process_reads_it_without_torch(installed):
     script = f"""
 import sys
 sys.path.insert(0, {str(installed)!r})
-from explainers import registry
+from explainers import plugins, registry
 from server.player_safe import for_player
 from game.evidence import agreement
 assert registry.entry("topk").kind == "text" and registry.page_table(["topk"])["topk"]["label"]

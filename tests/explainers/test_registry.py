@@ -12,6 +12,7 @@ from explainers import EXPLAINERS, registry
 from explainers.agent_interface import CAPABILITIES, Agent, agent_capabilities
 from explainers.kinds import KINDS
 from explainers.plugins import check_class
+from explainers.table_entry import explainer_class
 from game.study import MODES, SHAM_MODES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ TRAINING = {"nle_train.py"}
 def test_each_row_agrees_with_its_class():
     assert list(EXPLAINERS) == list(registry.BUILTIN_NAMES) == list(MODES)
     for row in registry.BUILTIN:
-        cls = registry.explainer_class(row)
+        cls = explainer_class(row)
         assert (cls.name, cls.kind, getattr(cls, "imitates", "")) == (row.name, row.kind, row.imitates)
         assert set(cls.requires) <= set(CAPABILITIES)
         assert row.kind in KINDS

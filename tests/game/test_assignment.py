@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from game.assignment import ORDERS, block_size, next_slot, slot, slots, study_slot
-from game.study import StudyConfig, fixed_order, with_explanations
+from game.assignment import ORDERS, block_size, next_slot, slot, slots
+from game.study import StudyConfig, fixed_order, study_slot, with_explanations
 
 ARMS = ("none", "attention", "relqa", "both")
 ARRIVALS = 1_000

@@ -16,9 +16,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 import exag_cli
-from game.image_pool import UNGRADED, ImagePool
+from game.image_pool import UNGRADED
 from game.image_sets import choose_image_set
-from game.pool import GamePool, check_pool, pool_dir
+from game.pool import GamePool, ImagePool, check_pool, pool_dir
 import game.pool_import
 from game.pool_import import FILL, HEIGHT, WIDTH, import_pool
 from game.settings import AT_WILL, CONTROLLED, DIFFICULTY_LEVELS

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from explainers.registry import BUILTIN, explainer_class
+from explainers.registry import BUILTIN
+from explainers.table_entry import explainer_class
 from game.study import BUILTIN_REQUIRES, StudyConfig, check_agent_explainers
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from socket_player import Player, Rater, started
 
 from game.settings import RATINGS
+from game.study import StudyConfig
 from server import browser
 
 PROLIFIC = {"study": "realb", "PROLIFIC_PID": "5f0c1d", "STUDY_ID": "st-1", "SESSION_ID": "sess-1"}
@@ -45,15 +47,10 @@ def test_an_impostor_with_the_same_participant_id_is_refused_and_the_owner_resum
 
     impostor_http, _ = browser_at(app, "/?study=realb")                   # another browser, another cookie
     impostor = socket_in(app, impostor_http)
-    impostor.refused("join", PROLIFIC, "already open in another browser")
-    impostor.refused("join", {**PROLIFIC, "SESSION_ID": "sess-2"}, "another browser")
+    impostor.refused("join", PROLIFIC, "already open in another browser")   # even with the owner's session
     assert impostor.state is None                                        # nothing of the owner's game was shown
     impostor.refused("rate", {"game_id": gid, "rating": RATINGS[0]}, "join the study first")
     impostor.refused("guess", {"game_id": gid, "image": before["game"]["images"][0]}, "join the study first")
-    # the owner's browser with another platform session id (a second Prolific submission) is refused too
-    again = socket_in(app, owner_http)
-    again.refused("join", {**PROLIFIC, "SESSION_ID": "sess-2"}, "another session")
-    again.refused("join", {k: v for k, v in PROLIFIC.items() if k != "SESSION_ID"}, "another session")
 
     # the owner's browser resumes the exact game and plays on
     owner.client.disconnect()
@@ -70,7 +67,40 @@ def test_an_impostor_with_the_same_participant_id_is_refused_and_the_owner_resum
     Player(app.extensions["socketio"].test_client(app, flask_test_client=owner_http)).ok("join", worker)
     other = socket_in(app, browser_at(app, "/?study=realb")[0])
     other.refused("join", worker, "another browser")
-    socket_in(app, owner_http).refused("join", {**worker, "assignmentId": "as-2"}, "another session")
+
+
+def test_knowing_a_platform_id_does_not_lock_its_owner_out(app):
+    """Issue 44: whoever joined first with a participant's PROLIFIC_PID bound it, and its owner was locked out
+    until the researcher released it. A participation is keyed by the platform's session id too, which the
+    platform gives the participant alone: a squatter who guesses it wrong plays a participation of their own,
+    the owner joins with theirs, and the console lists the id as joined under several sessions."""
+    owned = {**PROLIFIC, "PROLIFIC_PID": "7a7a"}
+    squatter = socket_in(app, browser_at(app, "/?study=realb")[0])
+    squatter.ok("join", {**owned, "SESSION_ID": "guessed"})
+    squatter.ok("consent", {"agree": True})
+    squatter.ok("begin", {})
+
+    owner_http, _ = browser_at(app, "/?study=realb&PROLIFIC_PID=7a7a&STUDY_ID=st-1&SESSION_ID=sess-1")
+    owner = socket_in(app, owner_http)
+    owner.ok("join", owned)
+    assert owner.state["participant"]["pid"] == "prolific:7a7a:sess-1"
+    assert squatter.state["participant"]["pid"] == "prolific:7a7a:guessed"
+    owner.ok("consent", {"agree": True})
+    owner.ok("begin", {})
+    assert owner.game["game_id"] != squatter.game["game_id"]
+    socket_in(app, browser_at(app, "/?study=realb")[0]).refused("join", owned, "already open in another browser")
+
+    row = next(r for r in app.test_client().get("/admin/monitor.json?token=test-admin").get_json()
+               if r["study"]["study_id"] == "realb")
+    assert row["several_sessions"] == ["prolific:7a7a"]
+    assert any("more than one platform session: prolific:7a7a" in w for w in row["warnings"])
+
+    # MTurk's assignment is its session in the same way
+    worker = {"study": "realb", "workerId": "A9", "assignmentId": "guessed", "hitId": "h-1"}
+    socket_in(app, browser_at(app, "/?study=realb")[0]).ok("join", worker)
+    mturk_owner = socket_in(app, browser_at(app, "/?study=realb")[0])
+    mturk_owner.ok("join", {**worker, "assignmentId": "as-9"})
+    assert mturk_owner.state["participant"]["pid"] == "mturk:A9:as-9"
 
 
 def test_the_researcher_releases_a_participant_who_changed_device(app, connect):
@@ -184,3 +214,20 @@ def test_the_researcher_issues_rater_links_that_work(app, connect):
         seen.append(nxt["item"])
     assert seen and any(e["game"] == gid for e in rater_events(app, "lab-1"))
     assert {e["answer_rating"] for e in rater_events(app, "lab-1")} == {"somewhat correct"}
+
+
+def test_a_study_with_its_prolific_id_takes_only_its_own_prolific_links(app):
+    """`prolific_study_id`: a join must carry that STUDY_ID and a SESSION_ID, so every participation has the
+    session Prolific gave its participant (and a link of another Prolific study is refused)."""
+    store = app.extensions["exag"].store
+    store.save_study(StudyConfig("on-prolific", arms=("none", "both"), prolific_study_id="60a1"), "open",
+                     {"type": "study_created", "study": "on-prolific"}, only_if_new=True)
+    link = {"study": "on-prolific", "PROLIFIC_PID": "p1", "STUDY_ID": "60a1", "SESSION_ID": "s1"}
+    for refused in ({**link, "STUDY_ID": "other"}, {k: v for k, v in link.items() if k != "SESSION_ID"},
+                    {"study": "on-prolific", "pid": "p1"}):
+        socket_in(app, browser_at(app, "/?study=on-prolific")[0]).refused("join", refused, "open the study from Prolific")
+    joined = socket_in(app, browser_at(app, "/?study=on-prolific")[0])
+    joined.ok("join", link)
+    assert joined.state["participant"]["pid"] == "prolific:p1:s1"
+    with pytest.raises(ValueError, match="prolific_study_id"):
+        StudyConfig("s", prolific_study_id="no spaces allowed")

@@ -43,6 +43,7 @@ def served(agent_world, tiny_agent_dir, tmp_path_factory):
     try:
         web = Web("serve", ["--pool", str(pool), "--world", str(agent_world), "--agent", str(tiny_agent_dir),
                             "--workers", "1", "--device", "cuda", "--studies", str(studies),
+                            "--explainer-options", json.dumps({"relqa": {"min_bank": 50}}),   # the tiny world's bank
                             "--data-dir", str(root / "data")], root)
     finally:
         if hidden is None:

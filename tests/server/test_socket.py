@@ -156,7 +156,7 @@ def test_join_refuses_garbage_ids_unknown_studies_and_chosen_arms_in_real_studie
     player.refused("ask", {"game_id": "x", "question": "hi"}, "join the study first")
     prolific = Player(connect())
     prolific.ok("join", {"study": "realb", "PROLIFIC_PID": "5f0c", "STUDY_ID": "s1", "SESSION_ID": "x9"})
-    assert prolific.state["participant"]["pid"] == "prolific:5f0c"
+    assert prolific.state["participant"]["pid"] == "prolific:5f0c:x9"
     anonymous = Player(connect())
     anonymous.ok("join", {"study": "aw"})
     assert anonymous.state["participant"]["pid"].startswith("pid:anon-")

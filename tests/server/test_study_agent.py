@@ -13,6 +13,7 @@ from game.settings import RATINGS
 from game.study import StudyConfig
 from server.app import load_studies
 
+from hf_models import make_tiny_vilt
 from socket_player import Player, started
 
 ANSWER = "cyan"     # what the study's agent answers, whatever it is asked
@@ -88,3 +89,59 @@ def test_the_agent_field_is_validated():
     assert StudyConfig("s").agent == ""
     with pytest.raises(ValueError, match="agent"):
         StudyConfig.from_dict({"study_id": "s", "agent": 3})
+
+
+@pytest.fixture
+def broken_agents(tiny_agent_dir, tmp_path):
+    """Agents whose checkpoints are all there but cannot answer (issue 44): a transformers folder without
+    weights, and our checkpoint with garbage weights."""
+    hf = make_tiny_vilt(tmp_path / "hf-without-weights")
+    for weights in hf.glob("*.safetensors"):
+        weights.unlink()
+    garbage = tmp_path / "garbage-weights"
+    shutil.copytree(tiny_agent_dir, garbage)
+    (garbage / "model.safetensors").write_bytes(b"not a safetensors file" * 10)
+    return {"hf": f"hf:{hf}", "garbage": str(garbage)}
+
+
+@pytest.mark.parametrize("kind", ["hf", "garbage"])
+def test_a_study_whose_agent_cannot_answer_a_warm_up_question_is_refused(app, broken_agents, kind):
+    """Created only once a worker answered a warm-up question with its agent: the one line says why not."""
+    agent = broken_agents[kind]
+    response = app.test_client().post("/admin/studies?token=test-admin", json={"config": {
+        "study_id": f"broken-{kind}", "kind": "controlled", "arms": ["none"], "agent": agent}})
+    reason = response.get_json()["error"]
+    assert response.status_code == 400 and "could not answer a warm-up question on this server" in reason, reason
+    assert agent in reason and "\n" not in reason
+    assert app.extensions["exag"].store.study(f"broken-{kind}") is None
+    # the check as one types stays quick: it does not load the agent (creation does)
+    checked = app.test_client().post("/admin/studies/check?token=test-admin", json={"config": {
+        "study_id": f"broken-{kind}", "kind": "controlled", "arms": ["none"], "agent": agent}}).get_json()
+    assert checked["ok"] is True
+
+
+def test_a_study_whose_agent_fails_later_closes_itself_to_new_joins(app, connect, broken_agents, tiny_agent_dir):
+    """A study stored while its agent worked (a study file, another server) whose agent then fails on a worker:
+    the round is refused with a message for the player, the study closes to newcomers, and the console says
+    why; fixed and opened again by the researcher, it plays."""
+    services = app.extensions["exag"]
+    services.store.save_study(StudyConfig("agent-broke", arms=("none",), choose_arm=True, games_per_session=1,
+                                          agent=broken_agents["garbage"]), "open",
+                              {"type": "study_created", "study": "agent-broke"}, only_if_new=True)
+    player = started(connect, "agent-broke", "broke-1", "none")
+    player.refused("ask", {"game_id": player.game["game_id"], "question": "is there a red cube?"},
+                   "agent could not be loaded")
+    assert services.store.study("agent-broke")[1] == "closed"
+    Player(connect()).refused("join", {"study": "agent-broke", "pid": "broke-2", "arm": "none"}, "closed")
+    row = next(r for r in app.test_client().get("/admin/monitor.json?token=test-admin").get_json()
+               if r["study"]["study_id"] == "agent-broke")
+    assert "failed on a worker" in row["closed_because"] and "safetensor" in row["closed_because"].lower()
+    assert row["warnings"][0].startswith("This study closed itself to new joins")
+    assert any(e["type"] == "study_closed" and e["study"] == "agent-broke" for e in services.store.events())
+
+    shutil.copy(tiny_agent_dir / "model.safetensors", broken_agents["garbage"] + "/model.safetensors")
+    assert app.test_client().post("/admin/studies/agent-broke/open?token=test-admin",
+                                  headers={"Accept": "application/json"}).status_code == 200
+    assert services.store.closed_because("agent-broke") is None
+    again = started(connect, "agent-broke", "broke-3", "none")
+    again.ok("ask", {"game_id": again.game["game_id"], "question": "is there a red cube?"})

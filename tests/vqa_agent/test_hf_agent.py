@@ -17,7 +17,8 @@ from explainers.agent_interface import Agent, missing_capabilities
 from explainers.attention import AttentionExplainer, attribution_map
 from explainers.base import ExplanationRequest
 from explainers.kinds import check_payload
-from explainers.registry import BUILTIN, entry, explainer_class, load_explainer
+from explainers.registry import BUILTIN, entry, load_explainer
+from explainers.table_entry import explainer_class
 from vqa_agent.agent import KnownImage
 from vqa_agent.checkpoints import (HFAgentError, checkpoint_files, checkpoint_fingerprint, hf_path, is_hf_agent,
                                    is_shipped, resolve_agent_path)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from exag_topk.explainer import TopKExplainer, sentence
-from explainers import registry
+from explainers import plugins, registry
 from explainers.base import Explanation, ExplanationRequest
 from explainers.kinds import check_payload, for_player
 from explainers.plugins import check_class
@@ -50,6 +50,6 @@ def test_it_keeps_the_contract():
 def test_exag_finds_it_by_import_path_and_entry_point():
     row = registry.entry("exag_topk.explainer:TopKExplainer")
     assert (row.kind, row.label, row.plugin) == ("text", TopKExplainer.label, True)
-    if not any(ep.name == "topk" for ep in metadata.entry_points(group=registry.GROUP)):
+    if not any(ep.name == "topk" for ep in metadata.entry_points(group=plugins.GROUP)):
         pytest.skip("the package is not installed (pip install examples/explainer_plugin): no entry point")
     assert registry.entry("topk").target == "exag_topk.explainer:TopKExplainer"
