@@ -28,8 +28,8 @@ from .store import Store
 THREAT_MODEL = ("The shipped agents are public: a participant's program can replay the same checkpoint on a game's "
                 "images and, after one bought at-will round, find the secret almost every time "
                 "(docs/threat-model.md).")
-PRIVATE_AGENT = ("Train a private agent, e.g. `exag train agent --preset medium --world data/world --out "
-                 "/srv/agents/private-medium`, and name it in the study: \"agent\": \"/srv/agents/private-medium\".")
+PRIVATE_AGENT = ("Train a private agent in about 8 minutes (docs/real-study.md, \"A private agent in minutes\") and "
+                 "name it in the study: \"agent\": \"checkpoints/private-medium\".")
 
 
 MAX_GAMES = 1_000          # one participant's games (the paper's studies have 20): more is a slip of the keyboard

@@ -15,6 +15,7 @@ from .agent import pad_questions
 from .config import AgentConfig
 from .model import CONCEPT_ATTRIBUTES, DETECTION_STRIDE
 from .tokenizer import Vocabulary
+from .world.build import ensure_rendered
 from .world.clevr_io import scene_from_json
 from .world.programs import IllPosed, ProgramError, program_from_json, trace
 from .world.render import load_mask_png
@@ -105,6 +106,7 @@ def prepare_split(tables: WorldTables, split: str, config: AgentConfig, vocabula
     local = {}
     for scene in tqdm(scenes, desc=f"preparing {split}", unit="img", disable=not progress, leave=False):
         local[scene["image_index"]] = len(local)
+        ensure_rendered(tables.path, scene["image_filename"])   # a lazily laid out world (the game's) renders it now
         with Image.open(tables.path / "images" / scene["image_filename"]) as file:
             rgb = file.convert("RGB")
             images.append(np.asarray(rgb.resize(size, Image.BILINEAR)))
