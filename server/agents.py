@@ -21,12 +21,11 @@ from pathlib import Path
 from explainers import EXPLAINER_NAMES
 from game.study import missing_checkpoint
 
-from .rounds import RoundError, RoundJob, RoundQueue, RoundTimeout
+from .rounds import RoundError, RoundQueue, RoundTimeout, warmup_job
 
 log = logging.getLogger(__name__)
 
 
-WARMUP_QUESTION = "How many objects are there?"    # every agent reads it: the world's, a transformers VQA model
 WARMUP_TIMEOUT_S = 120.0     # a cold load of a study's agent on a busy worker (a transformers model: ~10-30 s)
 
 
@@ -38,7 +37,7 @@ def prove_agent(queue: RoundQueue, agent: str, timeout_s: float = WARMUP_TIMEOUT
     """Seconds until a worker answered one warm-up question with `agent` ("" = the server's), loading it
     first if it must; AgentUnavailable with the worker's reason (or none answering) when it did not."""
     started = time.monotonic()
-    job = RoundJob("warmup", [0, 1], WARMUP_QUESTION, 0, ["warmup-0", "warmup-1"], agent=agent)
+    job = warmup_job(agent)
     named = f"the agent {agent!r}" if agent else "the server's agent"
     try:
         queue.submit(job, timeout_s=timeout_s)
@@ -105,6 +104,19 @@ class Agents:
         if handle.name not in self._proven:
             prove_agent(self.queue, handle.name, timeout_s)
             self._proven.add(handle.name)
+
+    def readiness(self, names: list[str]) -> dict[str, str]:
+        """Of the server's agent ("") and each of `names`: "ready" once a live worker answered a warm-up
+        question with it, "starting" until then, "unavailable" when it has no checkpoint here."""
+        warm = {name for worker in self.queue.published().values()
+                for name, agent in worker.get("agents", {}).items() if agent.get("warm")}
+        found = {}
+        for name in ["", *names]:
+            try:
+                found[name] = "ready" if self.worker(name).name in warm else "starting"
+            except AgentUnavailable:
+                found[name] = "unavailable"
+        return found
 
     @property
     def workers(self) -> list[AgentHandle]:

@@ -67,7 +67,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="inference worker processes started on this machine (default: one per core; 0: none, "
                              "workers run elsewhere on the same Redis)")
-    parser.add_argument("--threads", type=int, default=1, metavar="T", help="torch threads per worker (default 1)")
+    parser.add_argument("--threads", type=int, default=1, metavar="T",
+                        help="threads per worker, of every pool it has: torch, BLAS, OpenMP (default 1)")
     parser.add_argument("--device", default="auto",
                         help="this machine's workers' torch device: auto (cuda when available, else cpu), cpu or cuda")
     parser.add_argument("--explainer-options", type=json.loads, default={}, metavar="JSON",
@@ -87,8 +88,12 @@ def _above_zero(kind):
 
 
 def serve_command(args: argparse.Namespace, live_report: LiveReport | None = None) -> int:
+    from vqa_agent.threads import pin_threads
+
     from .processes import WorkerProcesses, worker_arguments
     from .serve import redis_for, run_web
+
+    pin_threads(1)       # this process and the web process it forks: threads, not BLAS pools, serve players
 
     pool = pool_dir(args.pool) if args.pool else None    # a wrong --pool stops here, before the world is laid out
     config = ServerConfig(host=args.host, port=args.port, redis_url=args.redis_url, data_dir=args.data_dir,
@@ -114,7 +119,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
         _check_study_files(config)
         workers = None
         if args.workers:             # this machine's inference workers, restarted when one dies
-            workers = WorkerProcesses(worker_arguments(config, args.threads), args.workers)
+            workers = WorkerProcesses(worker_arguments(config, args.threads), args.workers, args.threads)
             print(f"started {args.workers} inference worker(s) ({args.threads} torch thread(s) each): "
                   f"pids {' '.join(map(str, workers.pids))}", flush=True)
         try:
@@ -187,10 +192,23 @@ def _check_studies_on_workers(config: ServerConfig) -> None:
     store = Store.connect(config.redis_url)
     agents = Agents(config.agent, RoundQueue(store.redis))
     try:
+        for study, status in store.studies():    # created on the admin page: closed, not fatal, when it fails
+            if status == "open" and study.agent and agent_key(study.agent) != agent_key(config.agent):
+                named.setdefault(study.agent, f"study {study.study_id}")
         for agent, source in named.items():
             print(f"waiting for an inference worker to answer a warm-up question of agent "
                   f"{agent or agent_name(config.agent)} ...", flush=True)
-            seconds = prove_agent(agents.queue, agent, config.embeddings_wait_s if not agent else 600)
+            try:
+                seconds = prove_agent(agents.queue, agent, config.embeddings_wait_s if not agent else 600)
+            except AgentUnavailable as error:
+                if not source.startswith("study "):
+                    raise
+                for study, _ in store.studies():
+                    if study.agent == agent:
+                        store.close_study(study.study_id, str(error), {"type": "study_closed", "time": time.time(),
+                                                                       "study": study.study_id, "because": str(error)})
+                print(f"warning: {source} closed to new joins: {error}", flush=True)
+                continue
             print(f"  answered in {seconds:.1f} s", flush=True)
         pool = GamePool(config.pool or config.world)
         pool.load_embeddings(config.agent, config.data_dir / "cache", wait_s=config.embeddings_wait_s)
@@ -220,7 +238,8 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", default=None, help="the server's imported image pool, if it plays on one")
     parser.add_argument("--agent", default="default", help="the server's agent (rounds that name no agent)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu or cuda")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of every pool it has: torch, BLAS, OpenMP (default 1)")
     parser.add_argument("--max-batch-rounds", type=int, default=BatchSettings.max_batch_rounds)
     parser.add_argument("--max-wait-ms", type=float, default=BatchSettings.max_wait_ms)
     parser.add_argument("--batch-invariant", action="store_true",

@@ -128,13 +128,16 @@ class GameStage(Participation):
                        list(for_secret), seed=len(state.rounds), agent=self._worker(record.get("agent", "")).name)
         try:
             result = self.agents.queue.submit(job, slow=slow)
-        except AgentFailed as error:    # its study closes to newcomers until the researcher opens it again
-            because = f"its agent {job.agent or self.agents.server_agent!r} failed on a worker: {error.why}"
-            if self.store.close_study(record["study"], because, {"type": "study_closed", "time": time.time(),
-                                                                  "study": record["study"], "because": because}):
-                log.error("study %s closed to new joins: %s", record["study"], because)
-            raise PlayError(str(error)) from error
         except RoundError as error:
+            if isinstance(error, AgentFailed):    # its study closes to newcomers until the researcher opens it again
+                because = f"its agent {job.agent or self.agents.server_agent!r} failed on a worker: {error.why}"
+                if self.store.close_study(record["study"], because, {"type": "study_closed", "time": time.time(),
+                                                                      "study": record["study"], "because": because}):
+                    log.error("study %s closed to new joins: %s", record["study"], because)
+            # refused with its reason, and recorded: a question nobody answered is in the log, never lost
+            self.store.commit(events=[self._event_for(state, record, {
+                "type": "round_unanswered", "request": "explain" if slow else "ask", "question": question,
+                "reason": str(error), "round": len(state.rounds) - (1 if slow else 0)})])
             raise PlayError(str(error)) from error
         return result, result["shown"], result["graded"]
 

@@ -13,14 +13,10 @@ stages' names, PlayError) in server/participation.py; `Play` is all of them.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import time
 
-from redis.exceptions import LockError
-
-from game.assignment import next_slot
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
 from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order, study_slot
@@ -31,10 +27,10 @@ from .completion import completion_code
 from .participation import (ATTENTION_CHECK, CONSENT, DONE, GAME, INSTRUCTIONS, QUESTIONNAIRE_STAGE, SCREENED_OUT,
                             PlayError)
 from .release import note_bound_elsewhere
+from .slots import deal_slot
 
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
-CROWD_JOINING = "many people are joining this study at this moment; please try again in a few seconds"
 NO_COOKIE = ("your browser did not send this study's cookie; please allow cookies for this site and reload the "
              "page from the link you were given")
 ANOTHER_BROWSER = ("this participation is already open in another browser; ask the researcher to release it "
@@ -93,24 +89,15 @@ class Play(CheckStages):
                 return (study.study_id, pid), self.view(study.study_id, pid, participant.get("current_game")), message
             if status != "open":
                 raise PlayError("this study is closed")
-            # the slot is dealt and its participant stored under one lock: two arrivals never take the same slot;
-            # an arm named by the link takes no slot, and needs no lock (a crowd arriving at once waits on it)
-            named = payload.get("arm") is not None
-            try:
-                with (contextlib.nullcontext(None) if named else self.store.lock(f"assign:{study.study_id}")) as assigning:
-                    assigned = self._assign(study, status, payload.get("arm"))
-                    now = time.time()
-                    participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"],
-                                   "order": assigned["order"], "slot": assigned["slot"], "ids": ids, "binding": binding,
-                                   "stage": CONSENT, "game_number": 0, "games": [], "joined": now, "last_seen": now,
-                                   "finished": None}
-                    self.store.commit(participant=participant,
-                                      events=[self._event("join", participant, ids=ids, **assigned)],
-                                      release=(held,) if named else (assigning, held))
-            except LockError as error:
-                if "assign:" not in str(error):
-                    raise
-                raise PlayError(CROWD_JOINING) from error
+            # the slot is dealt in one atomic step (server/slots.py): two arrivals never take the same one, and a
+            # crowd arriving at once is dealt in arrival order; an arm named by the link takes no slot
+            assigned = self._assign(study, status, payload.get("arm"), pid)
+            now = time.time()
+            participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"], "order": assigned["order"],
+                           "slot": assigned["slot"], "ids": ids, "binding": binding, "stage": CONSENT,
+                           "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
+            self.store.commit(participant=participant, events=[self._event("join", participant, ids=ids, **assigned)],
+                              release=(held,))
         return (study.study_id, pid), self.view(study.study_id, pid), None
 
     @staticmethod
@@ -130,11 +117,11 @@ class Play(CheckStages):
             return f"pid:{browser.anonymous_id(browser_key, study.study_id, payload.get('arm'))}", ids
         raise PlayError("this link has no participant id (pid, PROLIFIC_PID or workerId); use the link you were given")
 
-    def _assign(self, study: StudyConfig, status: str, wanted: str | None) -> dict:
+    def _assign(self, study: StudyConfig, status: str, wanted: str | None, pid: str) -> dict:
         """A newcomer's arm and order, and the slot of the study's seeded sequence it came from
         (game/assignment.py: the next slot, or the lowest one whose holders all dropped out). A named arm
         (demos: `choose_arm`) takes no slot and plays the study's fixed order (game/study.py fixed_order).
-        The caller holds the study's assignment lock."""
+        The slot is dealt in one atomic Redis step (server/slots.py)."""
         if wanted is not None:
             if not study.choose_arm:
                 raise PlayError("this study assigns arms itself")
@@ -145,15 +132,11 @@ class Play(CheckStages):
         if study.seed is None:       # stored before studies had seeds: Store.save_study draws one, before any slot
             self.store.save_study(study, status)
             study, _ = self.store.study(study.study_id)
-        now, dealt, held = time.time(), 0, set()
-        for p in self.store.participants(study.study_id):
-            if p.get("slot") is None:          # a named arm, or a participant from before slots
-                continue
-            dealt = max(dealt, p["slot"] + 1)
-            # a screened-out participant will play no game: their slot goes to the next arrival at once
-            if p["stage"] != SCREENED_OUT and (p["stage"] == DONE or now - p["last_seen"] < self.config.dropout_after_s):
-                held.add(p["slot"])
-        dealt_slot = study_slot(study, next_slot(dealt, held))
+        # the lowest slot whose holders all dropped out (a screened-out participant plays no game: theirs goes to
+        # the next arrival at once), else the next new one: game/assignment.py next_slot, as one Redis step
+        now = time.time()
+        slot, dealt = deal_slot(self.store, study.study_id, pid, now - self.config.dropout_after_s, now)
+        dealt_slot = study_slot(study, slot)
         return {"arm": dealt_slot.arm, "order": dealt_slot.order, "slot": dealt_slot.number, "block": dealt_slot.block,
                 "refilled_slot": dealt_slot.number if dealt_slot.number < dealt else None,
                 "assigned_by": "randomization"}

@@ -2,7 +2,7 @@
 processes (server/worker.py) started with the arguments that serve this server's config, restarted when
 one dies, stopped with the server. Torch loads in those processes, never in this one.
 
-    workers = WorkerProcesses(worker_arguments(config, threads=1), count=2)
+    workers = WorkerProcesses(worker_arguments(config, threads=1), count=2, threads=1)
     ...
     workers.stop()
 """
@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+
+from vqa_agent.threads import thread_env
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +29,11 @@ class WorkerProcesses:
     RESTART_DELAY_S = 1.0
     MAX_RESTART_DELAY_S = 30.0
 
-    def __init__(self, arguments: list[str], count: int) -> None:
+    def __init__(self, arguments: list[str], count: int, threads: int = 1) -> None:
+        # its thread pools pinned before it loads numpy or torch (vqa_agent/threads.py; the worker pins again)
+        env = {**os.environ, **thread_env(threads)}
         self._popen = lambda: subprocess.Popen([sys.executable, "-m", "exag_cli", "worker", *arguments],
-                                               preexec_fn=_die_with_parent)
+                                               preexec_fn=_die_with_parent, env=env)
         self._procs = [self._popen() for _ in range(count)]
         self._delays = [self.RESTART_DELAY_S] * count
         self._stopping = threading.Event()

@@ -19,8 +19,9 @@ reads that one result. A job nobody answers before its deadline fails the player
 message (RoundTimeout), and workers skip it if they reach it later. The web process waits for the reply in
 slices of REPLY_SLICE_S, so a slow or lost Redis connection never outlasts the deadline either.
 
-Workers publish what they loaded (agents, explainers that could not be loaded) in the hash WORKERS, so a
-web process can check studies without loading anything itself.
+Workers publish what they loaded (agents, explainers that could not be loaded, and when each agent answered
+its warm-up question) in the hash WORKERS, so a web process can check studies, and say whether a player can
+play (/healthz), without loading anything itself.
 """
 from __future__ import annotations
 
@@ -38,13 +39,21 @@ STREAMS = (FAST, SLOW, PREPARE)
 GROUP = "exag-workers"             # the consumer group every worker reads with
 RESULT = "exag:round:result:{}"    # the one result of a job (SET NX)
 REPLY = "exag:round:reply:{}"      # the waiting web process BLPOPs this
-WORKERS = "exag:workers"           # worker id -> JSON {host, pid, agents: {name: {unavailable}}, seen}
+WORKERS = "exag:workers"           # worker id -> JSON {host, pid, agents: {name: {unavailable, warm}}, seen, threads}
 STREAM_MAX_LEN = 100_000           # approximate cap of each stream (acknowledged jobs are trimmed away)
 RESULT_MARGIN_S = 60               # a result outlives its job's deadline by this much, then expires
 WORKER_STALE_S = 30                # a worker not seen for this long no longer counts as published
 TAKEN = '{"taken":true}'           # what a result key holds once the web process has read it
 PREPARE_WITHIN_S = 10              # a preparation not started by then is dropped: the game's first question came
 REPLY_SLICE_S = 5                  # one BLPOP waits at most this long (well under any socket timeout)
+
+
+WARMUP_QUESTION = "How many objects are there?"    # every agent reads it: the world's, a transformers VQA model
+
+
+def warmup_job(agent: str) -> "RoundJob":
+    """One question on the pool's first two images with `agent` ("" = the server's): what proves an agent."""
+    return RoundJob("warmup", [0, 1], WARMUP_QUESTION, 0, ["warmup-0", "warmup-1"], agent=agent)
 
 
 class RoundError(ValueError):

@@ -67,10 +67,15 @@ def _png(path: Path) -> Response:
 
 @pages.get("/healthz")
 def healthz():
+    """200 once a player can play: Redis answers and a live inference worker has answered a warm-up question
+    with the server's agent (503 until then). `agents`: each open study's agent, "ready" or "starting"."""
     s = services()
-    ok = s.store.ping()
-    return jsonify({"ok": ok, "redis": ok, "agent": agent_name(s.config.agent), "world": str(s.config.world),
-                    "pool": str(s.config.pool) if s.config.pool else None,
+    redis_ok = s.store.ping()
+    agents = s.agents.readiness([study.agent for study, status in s.store.studies() if status == "open"]) \
+        if redis_ok else {}
+    ok = redis_ok and agents[""] == "ready"
+    return jsonify({"ok": ok, "redis": redis_ok, "agent": agent_name(s.config.agent), "world": str(s.config.world),
+                    "pool": str(s.config.pool) if s.config.pool else None, "agents": agents,
                     "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
 
 

@@ -68,7 +68,11 @@ def run_web(config: ServerConfig, dev: bool = False, threads: int | None = None,
 
 def _app_factory(config: ServerConfig, trusted_proxies: int, live_report: LiveReport | None) -> Callable[[], Flask]:
     def make_app() -> Flask:
+        from vqa_agent.threads import pin_threads
+
         from .app import create_app
+
+        pin_threads(1)     # the web process (forked or not): its threads serve players; numpy's pools need none
 
         app = create_app(config, live_report)
         if trusted_proxies:

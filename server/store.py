@@ -35,6 +35,7 @@ from game.state import GameState
 from game.study import StudyConfig
 
 from .locks import LOCK_TIMEOUT_S, LOCK_WAIT_S, Held, Locks   # noqa: F401 - LOCK_*: also read from here
+from .slots import record_seen
 
 EVENTS = "exag:events"
 DIAGNOSTICS = "exag:diagnostics"   # refusals and other diagnostics: capped, never read by the export
@@ -279,6 +280,7 @@ class Store:
                 key = self._participant_key(participant["study"], participant["pid"])
                 pipe.set(key, _json(participant))
                 pipe.sadd(f"exag:participants:{participant['study']}", participant["pid"])
+                record_seen(pipe, participant)      # their slot of the assignment is held (server/slots.py)
             if game is not None:
                 state, record = game
                 pipe.set(f"exag:game:{state.game_id}", _json({"state": state, "record": record}))   # as state.to_dict()

@@ -16,8 +16,9 @@ them after CLAIM_AFTER_MS. The result key is written with SET NX, so a job compu
 a slow worker) is still answered once.
 
 At start a worker embeds the pool with the server's agent (once per world and agent, stored beside the
-world) for the web processes' image-set choice, then looks at the pool's images while idle (the agent's
-feature cache holds `feature_cache` of them), so that a new game's images are usually seen already.
+world) for the web processes' image-set choice, answers one warm-up question with it (what /healthz waits
+for), then looks at the pool's images while idle (server/pool_look.py: one worker on a first start, the
+others load what it stored), so that a new game's images are usually seen already.
 
 What a worker spends is accounted per kind of job (CPU_KINDS) in the hash CPU_STATS (`<kind>:n`,
 `<kind>:cpu_ms`, `<kind>:batches`, summed over workers; written with the heartbeat), which
@@ -38,11 +39,13 @@ from pathlib import Path
 
 import redis
 from game.pool import GamePool
+from vqa_agent.threads import pin_threads, thread_pools
 
 from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
+from .pool_look import PoolLook
 from .respond import finish_round
 from .rounds import (FAST, GROUP, PREPARE, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
-                     ensure_groups)
+                     ensure_groups, warmup_job)
 
 log = logging.getLogger(__name__)
 CLAIM_AFTER_MS = 5000      # a job pending this long with a consumer is taken over (its worker is presumed dead)
@@ -51,7 +54,6 @@ MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?)
 HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
 POLL_S = 0.001             # how often a batch's first round looks for others to join it
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
-WARM_CHUNK = 4             # pool images looked at per idle step (~0.05 s on one core)
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
                            # default pool of 1,500 ~390 MB; a worker's RSS ~1.3 GB with it and every explainer)
 FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
@@ -69,7 +71,7 @@ class WorkerConfig:
     data_dir: Path = Path("data/server")       # its cache holds the pool embeddings when the world is read-only
     agent: str = "default"                     # the server's agent: rounds that name no agent
     device: str = "auto"                       # "auto": cuda when available, else cpu
-    threads: int = 1                           # torch CPU threads
+    threads: int = 1                           # threads of every pool (torch, BLAS, OpenMP: vqa_agent/threads.py)
     explainer_options: dict[str, dict] = field(default_factory=dict)
     batch: BatchSettings = BatchSettings()
     feature_cache: int | None = FEATURE_CACHE  # None: the whole pool
@@ -95,13 +97,11 @@ def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
 
 class Worker:
     def __init__(self, config: WorkerConfig) -> None:
-        import torch   # the worker is where torch lives
-
         from vqa_agent.loading import load_agent   # a checkpoint, or a transformers model (hf:PATH)
         started = time.perf_counter()
         self.config = config
         if config.threads:
-            torch.set_num_threads(config.threads)
+            pin_threads(config.threads, load_torch=True)   # torch's pools, BLAS and OpenMP under numpy, scipy, torch
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         self.pool = GamePool(config.pool or config.world)
         self._load_agent = lambda name: load_agent(name, device=config.device)
@@ -111,12 +111,10 @@ class Worker:
         self.pool.compute_embeddings(config.agent, server.agent, Path(config.data_dir) / "cache", config.progress)
         self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
         ensure_groups(self.redis)
-        self._warm_next = 0 if config.warm_pool else len(self.pool)
-        self._seen_stored = False
         if config.warm_pool:       # the pool's scenes, read once now (~0.5 s) rather than in rounds that grade them
             for i in range(len(self.pool)):
                 self.pool.scene(i)
-            self._load_pool_features()
+        self.looking = PoolLook(self)                    # at the pool's images while idle (server/pool_look.py)
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
         self._claimed_at = self._beat_at = 0.0
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
@@ -124,6 +122,8 @@ class Worker:
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds_done = 0
+        self._warm_since: dict[str, float] = {}         # agent -> when it answered a warm-up question here
+        self._answer_warmup()
         self._heartbeat()
         self.start_seconds = time.perf_counter() - started
         log.info("inference worker %s ready in %.1f s (device %s)", self.name, self.start_seconds,
@@ -179,8 +179,8 @@ class Worker:
         if prepare:
             self._handle(prepare)
             return
-        if self._warm_next < self._warm_until:
-            self._warm()
+        if self.looking.due() and self.looking.here():
+            self.looking.step()
             return
         got = self._read(STREAMS, 1, IDLE_BLOCK_MS)     # idle: wait for any stream
         fast = [entry for entry in got if entry[0] == FAST]
@@ -232,46 +232,32 @@ class Worker:
 
     def _heartbeat(self) -> None:
         self._beat_at = time.monotonic()
-        agents = {name: {"unavailable": p.unavailable} for name, p in self.predictors.items()}
+        agents = {name: {"unavailable": p.unavailable, "warm": self._warm_since.get(name)}
+                  for name, p in self.predictors.items()}
         agents.update({name: {"failed": why} for name, why in self._failed.items()})
         pipe = self.redis.pipeline()
         pipe.hset(WORKERS, self.name, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                                                   "agents": agents, "seen": time.time(),
-                                                  "rounds": self.rounds_done}))
+                                                  "rounds": self.rounds_done, "threads": thread_pools()}))
         for field_name, value in self._cpu.items():
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
         self._cpu = {}
 
+    def _answer_warmup(self) -> None:
+        """The server's agent answers one warm-up question before the worker reads any round (its first
+        forward pays for lazy initialisation, not a player's question), and says so in WORKERS: what /healthz
+        waits for."""
+        job = warmup_job("")
+        request = RoundRequest([self.pool.known(i) for i in job.images], job.question, job.secret, (), (), 0)
+        result = self.predictors[""].predict([request])[0]
+        if isinstance(result, Exception):
+            raise RuntimeError(f"the agent {self.config.agent!r} could not answer a warm-up question: {result}")
+        self._warm_since[""] = time.time()
+
     def _account(self, kind: str, rounds: int, cpu_s: float) -> None:
         for name, value in ((f"{kind}:n", rounds), (f"{kind}:cpu_ms", cpu_s * 1000), (f"{kind}:batches", 1)):
             self._cpu[name] = self._cpu.get(name, 0) + value
-
-    @property
-    def _warm_until(self) -> int:
-        return min(len(self.pool), self.config.feature_cache or len(self.pool))
-
-    def _warm(self) -> None:
-        start = self._warm_next
-        self._warm_next = min(start + WARM_CHUNK, self._warm_until)
-        self.predictors[""].prepare([self.pool.known(i) for i in range(start, self._warm_next)])
-        if self._warm_next == len(self.pool) and not self._seen_stored:
-            self._store_pool_features()
-
-    def _load_pool_features(self) -> None:
-        """Starts with what a worker of the same agent stored of the whole pool (~1 s), instead of looking at
-        1,500 images again (~15 s of CPU, and until then a new game's first question pays for its images).
-        Not when rounds must be batch-invariant: those features are computed image by image."""
-        if self.config.batch.batch_invariant or self._warm_until < len(self.pool):
-            return
-        if self.pool.load_features(self.config.agent, self.predictors[""].agent, Path(self.config.data_dir) / "cache"):
-            self._warm_next = self._warm_until
-            self._seen_stored = True
-
-    def _store_pool_features(self) -> None:
-        self._seen_stored = True
-        if not self.config.batch.batch_invariant:
-            self.pool.store_features(self.config.agent, self.predictors[""].agent, Path(self.config.data_dir) / "cache")
 
     # --- jobs -------------------------------------------------------------------------------------
 
@@ -339,7 +325,8 @@ class Worker:
                     except Exception:            # noqa: BLE001 - one round's grading fails only itself
                         log.exception("grading failed")
                         payload = {"error": "the agent could not answer this round; please ask again"}
-                self._publish(job, payload)
+                if self._publish(job, payload) and job.kind == "warmup" and "error" not in payload:
+                    self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
             self._account(kind, len(pairs), time.thread_time() - started)
         pipe = self.redis.pipeline()

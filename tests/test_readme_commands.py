@@ -34,13 +34,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from cli import exag
+from experiments.simulate.bot import Bot
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 EXAG = [sys.executable, "-m", "exag_cli"]
 RUN_AS_WRITTEN = {("world", "parse")}          # quick, writes nothing: run exactly as README shows them
-HEALTH_TIMEOUT_S = 45
+HEALTH_TIMEOUT_S = 180     # a first start lays out the game world and starts a worker (~20 s alone)
 
 
 def readme_commands() -> list[str]:
@@ -110,20 +112,27 @@ def _check_start_script(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "EXAG_ADMIN_TOKEN")}
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(EXAG + ["serve", "--port", str(port), "--data-dir", str(tmp_path / "data"),
-                                      "--workers", "0"],
+                                      "--workers", "1"],
                               cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        status = None
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                status = _get(base + "/healthz")
-                break
-            except OSError:
-                time.sleep(0.3)
-        assert status == 200, (f"the server start.sh runs did not answer /healthz within {HEALTH_TIMEOUT_S} s "
-                               f"(status {status}, exit {server.poll()}):\n{(tmp_path / 'serve.log').read_text()}")
+        while "ExAG is ready" not in (tmp_path / "serve.log").read_text() and time.monotonic() < deadline:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            time.sleep(0.2)
+        # "ready" means a player can play (issue 45): /healthz says so, and a question is answered within 5 s
+        status = _get(base + "/healthz")
+        assert status == 200, (f"the server start.sh runs did not say it is ready, or /healthz did not agree, within "
+                               f"{HEALTH_TIMEOUT_S} s (status {status}):\n{(tmp_path / 'serve.log').read_text()}")
+        bot = Bot(base, "demo-controlled", "first-question", arm="none")
+        try:
+            bot.send("consent", {"agree": True})
+            game = bot.send("begin", {})["game"]
+            asked = time.monotonic()
+            bot.send("ask", {"game_id": game["game_id"], "question": "is there a red cube?"})
+            assert time.monotonic() - asked < 5, f"the first question took {time.monotonic() - asked:.1f} s"
+        finally:
+            bot.close()
         for link in ["/?study=demo", "/?study=demo-controlled&arm=both"]:   # README's tour links
             assert _get(base + link) == 200, link
     finally:

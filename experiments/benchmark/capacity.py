@@ -9,6 +9,11 @@ the table in docs/results.md. The server and everything it started are stopped a
     python -m experiments.benchmark.capacity                       # the ladder 10/25/50/100/200, 60 s each
     python -m experiments.benchmark.capacity --ladder 4,10 --duration 20 --out /tmp/capacity.json
     python -m experiments.benchmark.capacity --workers 2           # passed to `exag serve`
+    python -m experiments.benchmark.capacity --workers 1,2 --ladder 100 --device cpu   # the ladder per worker count
+
+Beside the ladder it prints the CPU milliseconds per reply by process kind (web, worker, redis, other) and
+the most threads one process of each kind ran, so how the server scales with workers is one command.
+(`--web-processes` is not there: one `exag serve` runs one web process; docs/results.md says why.)
 """
 from __future__ import annotations
 
@@ -78,6 +83,20 @@ class Server:
         except psutil.Error:
             pass
 
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds its processes have used so far, by kind (`process_kind`), with their thread counts."""
+        self.remember_tree()
+        used: dict[str, float] = {}
+        for process in self.known.values():
+            try:
+                with process.oneshot():
+                    times, kind = process.cpu_times(), process_kind(process.cmdline())
+                    used[kind] = used.get(kind, 0.0) + times.user + times.system
+                    used[f"{kind}:threads"] = max(used.get(f"{kind}:threads", 0), process.num_threads())
+            except psutil.Error:
+                pass
+        return used
+
     def wait_healthy(self) -> None:
         deadline = time.monotonic() + HEALTHY_WITHIN_S
         while time.monotonic() < deadline:
@@ -116,6 +135,44 @@ class Server:
         self.log.close()
 
 
+KINDS = ("web", "worker", "redis", "other")     # the processes of `exag serve`, as CPU is accounted
+
+
+def process_kind(cmdline: list[str]) -> str:
+    """web (gunicorn's worker and master, `exag serve`), worker (`exag worker`), redis, or other (the
+    background renderer)."""
+    text = " ".join(cmdline)
+    if "exag-web" in text or "serve" in cmdline:
+        return "web"
+    if "worker" in cmdline:
+        return "worker"
+    return "redis" if "redis-server" in text else "other"
+
+
+def cpu_ms_per_reply(before: dict[str, float], after: dict[str, float], replies: int) -> dict[str, float | None]:
+    """CPU milliseconds per reply by process kind over a step (and the most threads one process of it ran)."""
+    per_reply = {kind: (after.get(kind, 0.0) - before.get(kind, 0.0)) * 1000 / replies if replies else None
+                 for kind in KINDS}
+    per_reply["total"] = sum(v for v in per_reply.values() if v is not None) if replies else None
+    per_reply["threads"] = {kind: int(after.get(f"{kind}:threads", 0)) for kind in KINDS}
+    return per_reply
+
+
+def published_threads(data_dir: Path) -> list[dict]:
+    """The thread pools each of the server's workers published (vqa_agent/threads.py), read from its Redis."""
+    import redis
+
+    from server.rounds import WORKERS
+
+    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    try:
+        return [{"pid": w["pid"], **w.get("threads", {})} for w in map(json.loads, client.hgetall(WORKERS).values())]
+    except redis.RedisError:
+        return []
+    finally:
+        client.close()
+
+
 def row(report: dict) -> dict:
     ask = report["events"].get("ask", {"n": 0})
     server = report.get("server", {})
@@ -126,7 +183,8 @@ def row(report: dict) -> dict:
             "server_rss_mb": server.get("rss_mb", {}).get("max"), "bot_cpu_percent": report["bot"]["cpu_percent"],
             "other_p95_ms": max((s.get("p95") or 0.0 for e, s in report["events"].items() if e != "ask" and s.get("n")),
                                 default=None),
-            "server_log_kb": report.get("server_log_bytes", 0) / 1024}
+            "server_log_kb": report.get("server_log_bytes", 0) / 1024, "workers": report.get("workers"),
+            "cpu_ms_per_reply": report.get("cpu_ms_per_reply", {})}
 
 
 def table(rows: list[dict]) -> str:
@@ -136,14 +194,19 @@ def table(rows: list[dict]) -> str:
     def num(value, unit):
         return "-" if value is None else f"{value:.0f}{unit}"
 
-    lines = ["| players | ask p50 | ask p95 | ask p99 | other events' worst p95 | errors / timeouts | replies/s | "
-             "server CPU | server RSS | server log |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    def per_reply(r):
+        cpu = r.get("cpu_ms_per_reply") or {}
+        return " / ".join("-" if cpu.get(k) is None else f"{cpu[k]:.1f}" for k in ("total", *KINDS))
+
+    lines = ["| workers | players | ask p50 | ask p95 | ask p99 | other events' worst p95 | errors / timeouts | "
+             "replies/s | server CPU | server RSS | CPU ms per reply: total / web / worker / redis / other | "
+             "server log |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
-        lines.append(f"| {r['players']} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | {ms(r['ask_p99_ms'])} | "
-                     f"{ms(r.get('other_p95_ms'))} | {r['errors']} / {r['timeouts']} | {r['replies_per_s']:.1f} | "
-                     f"{num(r['server_cpu_percent'], '%')} | {num(r['server_rss_mb'], ' MB')} | "
-                     f"{r.get('server_log_kb', 0):.0f} KB |")
+        lines.append(f"| {r.get('workers') or '-'} | {r['players']} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | "
+                     f"{ms(r['ask_p99_ms'])} | {ms(r.get('other_p95_ms'))} | {r['errors']} / {r['timeouts']} | "
+                     f"{r['replies_per_s']:.1f} | {num(r['server_cpu_percent'], '%')} | "
+                     f"{num(r['server_rss_mb'], ' MB')} | {per_reply(r)} | {r.get('server_log_kb', 0):.0f} KB |")
     return "\n".join(lines)
 
 
@@ -174,10 +237,12 @@ def machine() -> dict:
             "python": platform.python_version(), "commit": commit}
 
 
-def serve_args(args: argparse.Namespace) -> list[str]:
+def serve_args(args: argparse.Namespace, workers: int | None = None) -> list[str]:
     extra = ["--agent", args.agent] + (["--world", str(args.world)] if args.world else [])
-    if args.workers is not None:
-        extra += ["--workers", str(args.workers)]
+    if workers is not None:
+        extra += ["--workers", str(workers)]
+    if args.device:
+        extra += ["--device", args.device]
     extra += shlex.split(args.serve_args or "")
     return extra
 
@@ -188,32 +253,41 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError("--ladder wants player counts, e.g. 10,25,50")
     mix = parse_mix(args.mix)
     max_connections = args.max_connections or 2 * max(ladder) + 50    # reconnects overlap briefly
+    worker_counts = [int(n) for n in args.workers.split(",")] if args.workers else [None]
     results = {"benchmark": "capacity", "command": " ".join(sys.argv), "machine": machine(),
                "ladder": ladder, "duration_s": args.duration, "mix": {"at-will": mix, "controlled": 1 - mix},
-               "serve_args": serve_args(args), "max_connections_per_address": max_connections, "steps": [], "rows": []}
+               "serve_args": serve_args(args, worker_counts[0]), "max_connections_per_address": max_connections,
+               "steps": [], "rows": []}
     server = None
+    steps = [(workers, players) for workers in worker_counts for players in ladder]
     with tempfile.TemporaryDirectory(prefix="exag-capacity-") as tmp:
         try:
-            for i, players in enumerate(ladder):
-                if server is None or args.fresh_server:
+            for i, (workers, players) in enumerate(steps):
+                if server is None or args.fresh_server or workers != steps[i - 1][0]:
                     if server is not None:
                         server.stop()
                     work = Path(tmp) / f"server-{i}"
                     work.mkdir()
-                    print(f"starting exag serve ({' '.join(serve_args(args))}) ...", flush=True)
-                    server = Server(work, serve_args(args), max_connections)
+                    print(f"starting exag serve ({' '.join(serve_args(args, workers))}) ...", flush=True)
+                    server = Server(work, serve_args(args, workers), max_connections)
                     results.setdefault("server_start_s", []).append(server.start_s)
                     results["serve_command"] = " ".join(server.command)
                     print(f"  healthy after {server.start_s:.1f} s at {server.url}", flush=True)
+                    threads = published_threads(work / "data")
+                    results.setdefault("worker_threads", []).append({"workers": workers, "published": threads})
+                    print(f"  worker thread pools: {sorted({json.dumps(t | {'pid': 0}) for t in threads})}", flush=True)
                     if args.warmup:
                         results.setdefault("warmup_s", []).append(warm_up(server.url))
                 elif i:
                     time.sleep(PAUSE_BETWEEN_STEPS_S)
                 log_before = server.log_path.stat().st_size
+                cpu_before = server.cpu_by_kind()
                 report = run_load(server.url, players, args.duration, mix, arms=DEMO_CONTROLLED_ARMS,
                                   server_pids=[server.process.pid], reply_timeout_s=args.timeout, seed=args.seed + i,
                                   progress=not args.quiet)
-                server.remember_tree()
+                report["workers"] = workers if workers is not None else os.cpu_count()
+                report["cpu_ms_per_reply"] = cpu_ms_per_reply(cpu_before, server.cpu_by_kind(),
+                                                              report["messages"]["answered"])
                 # the server's log under load: it must stay flat (issue 29 saw 100 KB/min of retries)
                 report["server_log_bytes"] = server.log_path.stat().st_size - log_before
                 report["server_log_tail"] = server.tail(40) if report["server_log_bytes"] else ""
@@ -243,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=LOAD_TIMEOUT_S, help="seconds without a reply = a timeout")
     parser.add_argument("--agent", default="default", help="passed to exag serve")
     parser.add_argument("--world", type=Path, default=None, help="passed to exag serve (default: its default world)")
-    parser.add_argument("--workers", type=int, default=None, help="passed to exag serve as --workers N")
+    parser.add_argument("--workers", default=None,
+                        help="passed to exag serve as --workers N; a list (1,2) runs the ladder for each count")
+    parser.add_argument("--device", default=None, help="passed to exag serve as --device (auto, cpu or cuda)")
     parser.add_argument("--serve-args", default=None, help="more arguments for exag serve, one string")
     parser.add_argument("--max-connections", type=int, default=None,
                         help="the server's per-address connection limit (default: 2 x the largest step + 50)")

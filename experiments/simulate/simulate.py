@@ -79,6 +79,7 @@ from PIL import Image
 from redis.exceptions import LockError
 from tqdm import tqdm
 
+from game.checks import PREFER_NOT
 from game.export import write_export
 from game.participant import DEFAULT_MIX, PRESETS, SimulatedParticipant, with_min_questions
 from game.rules import RuleError
@@ -441,13 +442,16 @@ class Played:
     finished: bool = False
 
 
-def questionnaire(games: list[dict]) -> dict[str, str]:
+def questionnaire(games: list[dict], demographics: list[dict] = ()) -> dict[str, str]:
     """The end questionnaire: "the explanations helped me" from the participant's own helpfulness ratings of
-    rounds with explanations (their mean, 5 = "Helping a lot", on the agreement scale); the rest neutral."""
+    rounds with explanations (their mean, 5 = "Helping a lot", on the agreement scale); the rest neutral. A
+    simulated participant has no age or country: each demographics item (the study's `checks`, as the page
+    is sent them) is answered "Prefer not to say", a text item left empty."""
     scores = [len(RATINGS) - RATINGS.index(r) for g in games for r in g["explained_ratings"]]
     helped = AGREEMENT[int(round(np.mean(scores))) - 1] if scores else "Neutral"
+    about = {item["key"]: PREFER_NOT if item["type"] == "choice" else "" for item in demographics}
     return {"trust": "Neutral", "explanations_helped": helped, "understood": "Neutral",
-            "strategy": "simulated participant", "comments": ""}
+            "strategy": "simulated participant", "comments": "", **about}
 
 
 def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, played: Played,
@@ -482,7 +486,7 @@ def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, 
         on_game()
         view = connection.send("next_game", {"game_id": game["game_id"]})
     if view["stage"] == "questionnaire":
-        view = connection.send("questionnaire", {"answers": questionnaire(played.games)})
+        view = connection.send("questionnaire", {"answers": questionnaire(played.games, view.get("demographics", []))})
     played.finished = view["stage"] == "done"
     return played
 

@@ -21,6 +21,7 @@ def test_pages_images_and_health(app, connect):
     assert http.get("/static/js/main.js").status_code == 200
     health = http.get("/healthz").get_json()
     assert health["ok"] and health["redis"] and {"attention", "relqa", "nle"} <= set(health["explainers"])
+    assert health["agents"][""] == "ready"        # the in-process worker answered its warm-up question
     player = started(connect, "ctl", "http-1", "none")
     game = player.game
     image = http.get(game["image_urls"][game["images"][0]])

@@ -87,7 +87,9 @@ def test_eyes_recognise_images_by_content(agent_world):
 def test_inprocess_study_is_exported_and_analysed(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
     options = server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path, tmp_path).explainer_options
     out = tmp_path / "out"
-    summary = simulate(SimulationConfig(study=write_study(tmp_path), participants=4, out=out, players=MIX,
+    # with the demographics a reviewed study collects: simulated participants answer "Prefer not to say" and finish
+    study = write_study(tmp_path, checks={"demographics": {}})
+    summary = simulate(SimulationConfig(study=study, participants=4, out=out, players=MIX,
                                         world=agent_world, agent=str(tiny_agent_dir), seed=1, threads=2,
                                         explainer_options=options, progress=False))
     check_summary(summary, 4, 16)

@@ -190,7 +190,15 @@ def test_a_round_no_worker_answers_fails_with_a_clear_message(app, tiny_agent_di
         who, game_id = start_game(play, "ctl", "nobody-1")
         with pytest.raises(ValueError, match="did not answer in time"):
             play.ask(who, {"game_id": game_id, "question": "is there a red cube?"})
-        assert not events_of(web.extensions["exag"].store, game_id, "question")
+        store = web.extensions["exag"].store
+        assert not events_of(store, game_id, "question")
+        # refused with its reason, and recorded (issue 45: a question asked while no worker ran was lost)
+        [unanswered] = events_of(store, game_id, "round_unanswered")
+        assert unanswered["question"] == "is there a red cube?" and unanswered["request"] == "ask"
+        assert "did not answer in time" in unanswered["reason"] and unanswered["round"] == 0
+        # and /healthz says no player can play: no worker has answered a warm-up question
+        health = web.test_client().get("/healthz")
+        assert health.status_code == 503 and health.get_json()["agents"] == {"": "starting"}
     finally:
         web.extensions["exag"].close()
 
@@ -302,7 +310,8 @@ def test_a_worker_stores_what_it_saw_of_the_pool_and_the_next_starts_with_it(web
                                                                             tiny_nle_dir, tmp_path):
     """Issue 29: a worker keeps the whole pool looked at (pool images are named by world and file, never
     hashed); the first to have looked at all of it stores that beside the world, and a worker started later
-    loads it instead of looking again, and answers the same."""
+    loads it instead of looking again, and answers the same. Issue 45: workers started together do not all look
+    at the pool: one claims it, the other waits for what it stores and loads that."""
     services = web_only.extensions["exag"]
     config = dict(explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
                   batch=BatchSettings(8, 1.0))
@@ -310,22 +319,28 @@ def test_a_worker_stores_what_it_saw_of_the_pool_and_the_next_starts_with_it(web
     for path in paths:
         path.unlink(missing_ok=True)
     first = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
-    second = None
+    second = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
+    third = None
     try:
-        assert first._warm_next == 0
-        while first._warm_next < len(first.pool):
-            first._warm()
+        assert first.looking.due() and second.looking.due()
+        assert first.looking.here() and not second.looking.here()        # one looks; the other does not
+        while first.looking.due():
+            assert first.looking.here()
+            first.looking.step()
         assert paths[0].exists()
-        second = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
-        assert second._warm_next == len(second.pool)
-        assert len(second.predictors[""].agent._cache) == len(second.pool)
-        images = [second.pool.known(i) for i in range(6)]
+        second.looking._looked_for_stored = 0.0                           # its next look for the stored pool
+        assert not second.looking.here() and not second.looking.due()    # loaded what the first stored
+        third = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir), **config))
+        assert not third.looking.due()
+        assert len(third.predictors[""].agent._cache) == len(third.pool)
+        images = [third.pool.known(i) for i in range(6)]
         for question in ("is there a red cube?", "how many spheres are there?"):
             a = first.predictors[""].agent.answer(images, question)
-            b = second.predictors[""].agent.answer(images, question)
+            b = third.predictors[""].agent.answer(images, question)
             assert [(o.answer, o.top_k) for o in a] == [(o.answer, o.top_k) for o in b]
             assert all(np.array_equal(x.spatial_attention, y.spatial_attention) for x, y in zip(a, b))
     finally:
         first.close()
-        if second is not None:
-            second.close()
+        second.close()
+        if third is not None:
+            third.close()

@@ -39,6 +39,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from ..threads import thread_env
 from . import clevr_io
 from .explanations import explain
 from .questions import FAMILIES, QuestionGenerator
@@ -504,7 +505,7 @@ def start_background_render(world: Path | str, nice: int = 10) -> "subprocess.Po
             % nice)
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-               OMP_NUM_THREADS="1")
+               **thread_env(1))       # one core at most, BLAS and OpenMP included
     return subprocess.Popen([sys.executable, "-c", code, str(world), str(os.getpid())], env=env,
                             stdin=subprocess.DEVNULL)
 
