@@ -28,8 +28,10 @@ from .store import Store
 THREAT_MODEL = ("The shipped agents are public: a participant's program can replay the same checkpoint on a game's "
                 "images and, after one bought at-will round, find the secret almost every time "
                 "(docs/threat-model.md).")
-PRIVATE_AGENT = ("Train a private agent in about 8 minutes (docs/real-study.md, \"A private agent in minutes\") and "
-                 "name it in the study: \"agent\": \"checkpoints/private-medium\".")
+PRIVATE_AGENT = ("Train a private agent in about 8 minutes on 2 cores (`exag world build --out data/private-world "
+                 "--images 3500 --pool 0 --seed 7`, then `exag train agent --preset medium --epochs 2 --world "
+                 "data/private-world --seed 7 --out checkpoints/private-medium`; docs/real-study.md) and name it in "
+                 "the study: \"agent\": \"checkpoints/private-medium\".")
 
 
 MAX_GAMES = 1_000          # one participant's games (the paper's studies have 20): more is a slip of the keyboard

@@ -140,7 +140,7 @@ def test_exag_serve_stops_its_embedded_redis_on_sigterm(deployment):
     web = Web("standalone", ["--world", deployment["world"], "--agent", deployment["agent"], "--data-dir",
                              str(root / "data"), "--workers", "0", "--studies", str(root / "studies")], root)
     try:
-        web.wait_ready(time.monotonic() + START_TIMEOUT_S)
+        web.wait_for("ExAG is ready", time.monotonic() + START_TIMEOUT_S)   # no worker: /healthz says "starting"
         embedded = EmbeddedRedis(root / "data" / "redis")
         pid = int(embedded.pid_file.read_text())
         assert embedded.alive()
