@@ -90,7 +90,9 @@ def create_app(config: ServerConfig | None = None, live_report: LiveReport | Non
         socketio = SocketIO(app, async_mode=ASYNC_MODE, max_http_buffer_size=64 * 1024, cors_allowed_origins=[],
                             ping_interval=10, ping_timeout=20, serializer=Frame,   # Frame: unreadable frames say why
                             # the queue on this Redis: every web process reaches every player
-                            client_manager=message_queue(url) if config.message_queue else None)
+                            client_manager=message_queue(url) if config.message_queue else None,
+                            # several processes on one port: no long-polling, whose requests must reach one process
+                            **({"transports": ["websocket"]} if config.web_processes > 1 else {}))
         cpu = register(socketio, play, store, config)
     except BaseException:      # whatever fails, nothing this call started is left running
         for started in workers:

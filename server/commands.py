@@ -48,6 +48,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
     parser.add_argument("--log", action="store_true", help="log every HTTP request")
     parser.add_argument("--dev", action="store_true",
                         help="Werkzeug's development server instead of gunicorn (debugging only)")
+    parser.add_argument("--web-processes", type=_above_zero(int), default=max(1, (os.cpu_count() or 1) // 4),
+                        metavar="N", help="web processes serving the port (default: a quarter of the cores, at least "
+                        "1); more than one speaks WebSocket only (server/serve.py)")
     parser.add_argument("--web-threads", type=int, default=None, metavar="N",
                         help="gunicorn threads of the web process; each open websocket holds one "
                              "(default: server/serve.py's DEFAULT_WEB_THREADS, 300)")
@@ -101,14 +104,14 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
                           admin_token=args.admin_token or "", worker_device=args.device,
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
-                          explainer_options=args.explainer_options,
+                          explainer_options=args.explainer_options, web_processes=1 if args.dev else args.web_processes,
                           **({"studies_dir": args.studies} if args.studies else {}))
 
     def ready(app) -> None:       # once the web process answers
         base = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
         pool = f", image pool {config.pool}" if config.pool else ""
         print(f"\nExAG is ready (agent {agent_name(config.agent)}, world {config.world}{pool}, Redis {config.redis_url}; "
-              f"{'the development server' if args.dev else 'gunicorn'}).")
+              f"{'the development server' if args.dev else f'gunicorn, {config.web_processes} web process(es)'}).")
         print(f"  play (at-will demo):    {base}/?study=demo")
         print(f"  play (controlled demo): {base}/?study=demo-controlled&arm=both")
         print(f"  rating task:            {base}/rate?rater=ID&sig=...  (issue signed rater links on the admin page)")

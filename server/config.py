@@ -53,6 +53,7 @@ class ServerConfig:
     # Socket.IO's message queue on the Redis, so any web process can emit to any player (server/events.py);
     # off only for one process alone (Flask-SocketIO's test client refuses a queue)
     message_queue: bool = True
+    web_processes: int = 1             # gunicorn processes on the port (server/serve.py; more than one: WebSocket only)
     # inference workers (server/worker.py; rounds travel through Redis streams, server/rounds.py)
     inprocess_workers: int = 0         # workers run as threads of create_app's process (tests); `exag serve` starts processes
     worker_device: str = "auto"        # in-process workers' torch device

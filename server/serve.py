@@ -6,11 +6,14 @@ simple-websocket on the gthread worker), or with `--dev` Werkzeug's development 
         ...                            # (inference workers of this machine start here, on config.redis_url)
         run_web(config, threads=200)   # returns when stopped (SIGTERM, Ctrl-C)
 
-One web process is one gunicorn master with exactly one worker: Socket.IO's long-polling needs every
-request of a client to reach the process holding its session, and gunicorn's own balancing across
-workers is not sticky. More web processes are more `exag serve --workers 0 --redis-url URL --port P`
-(each a gunicorn of its own) behind a proxy with sticky sessions, all on one Redis: the Socket.IO
-message queue there (server/events.py) lets any of them emit to any player (docs/deploy.md).
+One gunicorn serves one port with `config.web_processes` worker processes (`exag serve --web-processes N`;
+one process is one Python interpreter, so one core's worth of messages: ~156 replies/s, docs/results.md).
+Gunicorn's balancing across them is not sticky, which Socket.IO's long-polling needs (every request of a
+client reaching the process that holds its session); a WebSocket is one connection, held by one process. So
+with several processes the server speaks WebSocket only (the page starts with it; a browser that cannot open
+one cannot play there), and with one it also takes long-polling. The Socket.IO message queue on the Redis
+(server/events.py) lets any process emit to any player. Web processes on several machines: `exag serve
+--workers 0 --redis-url URL` behind a proxy with sticky sessions (docs/operations.md).
 
 The master process (this one) holds the embedded Redis and its supervisor; the app, with its threads,
 is created in the forked worker (threads do not survive a fork), which gunicorn restarts if it dies.
@@ -105,10 +108,10 @@ def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: 
     from gunicorn.app.base import BaseApplication
     from gunicorn.arbiter import Arbiter
 
-    made: list[Flask] = []       # the worker process's app
+    made: list[Flask] = []       # this web process's app (each forked process has its own list)
 
     def post_worker_init(worker) -> None:
-        if ready is not None:
+        if ready is not None and worker.age == 1:    # said once: by the first process, not by each
             ready(made[0])
 
     def worker_exit(server, worker) -> None:
@@ -117,7 +120,7 @@ def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: 
 
     options = {
         "bind": [f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}"],
-        "workers": 1,                       # one per web process: Socket.IO sessions are not shared between workers
+        "workers": config.web_processes,    # more than one: WebSocket only (the module docstring says why)
         "worker_class": "gthread",
         "threads": threads,
         "worker_connections": max(1000, 2 * threads),
