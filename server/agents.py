@@ -105,11 +105,22 @@ class Agents:
             prove_agent(self.queue, handle.name, timeout_s)
             self._proven.add(handle.name)
 
+    def starting(self, name: str = "") -> bool:
+        """Whether no live worker has answered a warm-up question with the agent `name` yet, so a question
+        for it waits in the queue (what workers published, read at most once a second: RoundQueue.published)."""
+        try:
+            return self.worker(name).name not in self._warm_names()
+        except AgentUnavailable:
+            return False
+
+    def _warm_names(self) -> set[str]:
+        return {name for worker in self.queue.published().values()
+                for name, agent in worker.get("agents", {}).items() if agent.get("warm")}
+
     def readiness(self, names: list[str]) -> dict[str, str]:
         """Of the server's agent ("") and each of `names`: "ready" once a live worker answered a warm-up
         question with it, "starting" until then, "unavailable" when it has no checkpoint here."""
-        warm = {name for worker in self.queue.published().values()
-                for name, agent in worker.get("agents", {}).items() if agent.get("warm")}
+        warm = self._warm_names()
         found = {}
         for name in ["", *names]:
             try:

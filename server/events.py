@@ -265,6 +265,10 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                     leave_room(room_of(who))
                     leave_room(binding_room(who, browser.key(request.cookies.get(browser.COOKIE))))
                     raise PlayError(ANOTHER_BROWSER)
+                if event in ("ask", "explain"):     # a question that will wait for a starting agent says so
+                    waiting = play.agent_starting(who)
+                    if waiting:
+                        emit("notice", {"event": event, "message": waiting})
                 if event in ANSWERED_TO_SENDER:     # a read: only the asking tab gets the answer
                     emit(ANSWERED_TO_SENDER[event], as_text(getattr(play, event)(who, data)))
                     return

@@ -22,6 +22,8 @@ from .participation import GAME, Participation, PlayError
 from .rounds import AgentFailed, RoundError, RoundJob
 
 log = logging.getLogger(__name__)
+AGENT_STARTING = ("The agent is still starting on the server: your question waits for it and is answered as soon "
+                  "as it is ready (this can take a minute).")
 
 
 class GameStage(Participation):
@@ -54,6 +56,11 @@ class GameStage(Participation):
                      order=participant.get("order"))
         self.store.commit(participant=participant, game=(state, record),
                           events=[*events, self._event_for(state, record, event)], release=release)
+
+    def agent_starting(self, who: tuple[str, str]) -> str | None:
+        """What to tell a player whose question will wait: no worker has warmed up the study's agent yet."""
+        study, _ = self._study(who[0])
+        return AGENT_STARTING if self.agents.starting(study.agent) else None
 
     def ask(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who) as held:

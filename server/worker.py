@@ -325,7 +325,7 @@ class Worker:
                     except Exception:            # noqa: BLE001 - one round's grading fails only itself
                         log.exception("grading failed")
                         payload = {"error": "the agent could not answer this round; please ask again"}
-                if self._publish(job, payload) and job.kind == "warmup" and "error" not in payload:
+                if self._publish(job, payload) and "error" not in payload:    # a warm-up or any answered round
                     self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
             self._account(kind, len(pairs), time.thread_time() - started)

@@ -10,10 +10,11 @@ the table in docs/results.md. The server and everything it started are stopped a
     python -m experiments.benchmark.capacity --ladder 4,10 --duration 20 --out /tmp/capacity.json
     python -m experiments.benchmark.capacity --workers 2           # passed to `exag serve`
     python -m experiments.benchmark.capacity --workers 1,2 --ladder 100 --device cpu   # the ladder per worker count
+    python -m experiments.benchmark.capacity --web-processes 4 --workers 4 --device cuda --ladder 1000
 
 Beside the ladder it prints the CPU milliseconds per reply by process kind (web, worker, redis, other) and
 the most threads one process of each kind ran, so how the server scales with workers is one command.
-(`--web-processes` is not there: one `exag serve` runs one web process; docs/results.md says why.)
+`--web-processes N` passes `exag serve --web-processes N` (N gunicorn processes on the port, WebSocket only).
 """
 from __future__ import annotations
 
@@ -243,6 +244,8 @@ def serve_args(args: argparse.Namespace, workers: int | None = None) -> list[str
         extra += ["--workers", str(workers)]
     if args.device:
         extra += ["--device", args.device]
+    if args.web_processes:
+        extra += ["--web-processes", str(args.web_processes)]
     extra += shlex.split(args.serve_args or "")
     return extra
 
@@ -320,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default=None,
                         help="passed to exag serve as --workers N; a list (1,2) runs the ladder for each count")
     parser.add_argument("--device", default=None, help="passed to exag serve as --device (auto, cpu or cuda)")
+    parser.add_argument("--web-processes", type=int, default=None, metavar="N",
+                        help="passed to exag serve as --web-processes N (default: exag serve's own)")
     parser.add_argument("--serve-args", default=None, help="more arguments for exag serve, one string")
     parser.add_argument("--max-connections", type=int, default=None,
                         help="the server's per-address connection limit (default: 2 x the largest step + 50)")

@@ -135,6 +135,8 @@ socket.on("state", (data) => {
   const state = typeof data === "string" ? JSON.parse(data) : data;
   clearTimeout(busyTimer);
   ctx.ui.busy = null;
+  if (noticeShown) hideAlert();       // the wait it announced is over
+  noticeShown = false;
   // a new game (or none): the screen reader's region no longer tells the last game's answer
   const gameId = (game) => (game && game.game_id) || null;
   if (current && gameId(current.game) !== gameId(state.game)) ctx.announce("");
@@ -142,6 +144,13 @@ socket.on("state", (data) => {
   current = state;
   rememberPid(state);
   render();
+});
+// The server's word on a request that will wait (its agent is still starting): shown until the answer comes.
+let noticeShown = false;
+socket.on("notice", (notice) => {
+  if (!notice || typeof notice.message !== "string") return;
+  showAlert(notice.message);
+  noticeShown = true;
 });
 // The answer to `history`: an earlier round's explanations, kept by the game view.
 socket.on("round", (data) => {

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import redis as redis_lib
 from server_setup import server_config, write_studies
+from socket_player import socket_client, started
 
 from server import browser
 from server.app import create_app
@@ -201,6 +202,33 @@ def test_a_round_no_worker_answers_fails_with_a_clear_message(app, tiny_agent_di
         assert health.status_code == 503 and health.get_json()["agents"] == {"": "starting"}
     finally:
         web.extensions["exag"].close()
+
+
+def test_a_question_for_a_starting_agent_is_told_it_waits(app, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
+    """The page is told the agent is starting (`notice`) before its question waits; then it is answered, or
+    refused with its reason and recorded (here: no worker comes)."""
+    web = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data",
+                                   write_studies(tmp_path / "studies"), inprocess_workers=0, round_timeout_s=1))
+    try:
+        player = started(lambda: socket_client(web), "ctl", "waiting-1", arm="none")
+        game_id = player.game["game_id"]
+        player.client.get_received()
+        player.client.emit("ask", {"game_id": game_id, "question": "is there a red cube?"})
+        received = [(m["name"], m["args"][0]) for m in player.client.get_received()]
+        assert [name for name, _ in received] == ["notice", "error"], received
+        assert received[0][1]["event"] == "ask" and "starting" in received[0][1]["message"]
+        assert "did not answer in time" in received[1][1]["message"]
+        [unanswered] = events_of(web.extensions["exag"].store, game_id, "round_unanswered")
+        assert unanswered["question"] == "is there a red cube?"
+    finally:
+        web.extensions["exag"].close()
+
+
+def test_a_warm_agent_sends_no_notice(app):
+    player = started(lambda: socket_client(app), "ctl", "warm-1", arm="none")
+    player.client.get_received()
+    player.client.emit("ask", {"game_id": player.game["game_id"], "question": "is there a red cube?"})
+    assert [m["name"] for m in player.client.get_received()] == ["state"]
 
 
 def test_the_web_process_never_imports_torch(app, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path):
