@@ -21,7 +21,7 @@ from vqa_agent.world.build import (POOL_SPLIT, missing_images, render_missing, r
 from vqa_agent.world.default import DEFAULT_WORLD, GAME_WORLD, default_world
 
 from .config import LiveReport, ServerConfig
-from .inference import BatchSettings
+from .inference import GPU_BATCH, BatchSettings
 
 
 # --- `exag serve` ---------------------------------------------------------------------------------------
@@ -251,8 +251,12 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu or cuda")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads of every pool it has: torch, BLAS, OpenMP (default 1)")
-    parser.add_argument("--max-batch-rounds", type=int, default=BatchSettings.max_batch_rounds)
-    parser.add_argument("--max-wait-ms", type=float, default=BatchSettings.max_wait_ms)
+    parser.add_argument("--max-batch-rounds", type=int, default=None,
+                        help=f"rounds answered in one batch (default: {BatchSettings.max_batch_rounds} on a CPU, "
+                             f"{GPU_BATCH.max_batch_rounds} on a GPU)")
+    parser.add_argument("--max-wait-ms", type=float, default=None,
+                        help=f"how long a batch's first round waits for others (default: {BatchSettings.max_wait_ms:g} "
+                             f"ms on a CPU, {GPU_BATCH.max_wait_ms:g} on a GPU)")
     parser.add_argument("--batch-invariant", action="store_true",
                         help="answer each round by calls of its own and look at each image alone, so that a round's "
                              "result does not depend on the rounds batched with it (reproducible simulations; slower)")
@@ -274,7 +278,8 @@ def worker_command(args: argparse.Namespace) -> int:
     world = default_world(args.world)
     return run_worker(WorkerConfig(url, world, args.data_dir, args.agent, args.device, args.threads,
                                    json.loads(args.explainer_options) if args.explainer_options else {},
-                                   BatchSettings(args.max_batch_rounds, args.max_wait_ms, args.batch_invariant),
+                                   BatchSettings.for_device(args.device, args.max_batch_rounds, args.max_wait_ms,
+                                                            args.batch_invariant),
                                    feature_cache=FEATURE_CACHE if args.feature_cache is None else args.feature_cache,
                                    warm_pool=args.warm_pool, pool=pool_dir(args.pool) if args.pool else None))
 

@@ -32,8 +32,8 @@ class ServerConfig:
     explainer_options: dict[str, dict] = field(default_factory=dict)
     # inference batching: what the inference workers are started with; the defaults and their meaning are
     # BatchSettings' (LitServe-style: in one place, next to the predict step in inference.py)
-    max_batch_rounds: int = BatchSettings.max_batch_rounds
-    max_wait_ms: float = BatchSettings.max_wait_ms
+    max_batch_rounds: int | None = None    # None: the device's default (BatchSettings.for_device)
+    max_wait_ms: float | None = None
     batch_invariant: bool = BatchSettings.batch_invariant
     inference_threads: int = 1         # torch CPU threads: one keeps tail latency low beside the web threads
     # flood control, per connection: a token bucket (server/throttle.py; docs/protocol.md, "Refusals and
@@ -72,4 +72,4 @@ class ServerConfig:
 
     @property
     def batch(self) -> BatchSettings:
-        return BatchSettings(self.max_batch_rounds, self.max_wait_ms, self.batch_invariant)
+        return BatchSettings.for_device(self.worker_device, self.max_batch_rounds, self.max_wait_ms, self.batch_invariant)

@@ -92,8 +92,11 @@ def _die_with_parent() -> None:
 def worker_arguments(config, threads: int) -> list[str]:
     """The `exag worker` arguments that serve the web process of this ServerConfig."""
     arguments = ["--redis-url", config.redis_url, "--data-dir", str(config.data_dir), "--world", str(config.world),
-                 "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device,
-                 "--max-batch-rounds", str(config.max_batch_rounds), "--max-wait-ms", str(config.max_wait_ms)]
+                 "--agent", str(config.agent), "--threads", str(threads), "--device", config.worker_device]
+    if config.max_batch_rounds is not None:      # else the worker's device decides (BatchSettings.for_device)
+        arguments += ["--max-batch-rounds", str(config.max_batch_rounds)]
+    if config.max_wait_ms is not None:
+        arguments += ["--max-wait-ms", str(config.max_wait_ms)]
     if config.pool:
         arguments += ["--pool", str(config.pool)]
     if config.batch_invariant:

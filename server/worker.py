@@ -225,7 +225,7 @@ class Worker:
                 log.warning("worker %s took over job %s (delivery %d)", self.name, entry_id, deliveries)
                 if deliveries > MAX_DELIVERIES:
                     job = RoundJob.from_json(fields["job"])
-                    self._publish(job, {"error": "this round could not be answered; please ask again"})
+                    self._publish([(job, {"error": "this round could not be answered; please ask again"})])
                     self.redis.xack(stream, GROUP, entry_id)
                 else:
                     self._held.insert(0, (stream, entry_id, fields["job"]))
@@ -275,23 +275,28 @@ class Worker:
 
     def _handle(self, entries: list[tuple[str, str, str]]) -> None:
         todo: dict[tuple[str, str], list[tuple[RoundJob, RoundRequest]]] = {}   # (agent, kind) -> rounds
-        done: list[tuple[str, str]] = []
+        done = [(stream, entry_id) for stream, entry_id, _ in entries]
+        jobs: list[tuple[str, RoundJob]] = []
         for stream, entry_id, raw in entries:
-            done.append((stream, entry_id))
             try:
-                job = RoundJob.from_json(raw)
+                jobs.append((stream, RoundJob.from_json(raw)))
             except (ValueError, TypeError) as error:
                 log.warning("unreadable job %s: %s", entry_id, error)
-                continue
-            late = job.deadline and time.time() > job.deadline
-            if late or (job.reply and self.redis.exists(RESULT.format(job.job_id))):
+        pipe = self.redis.pipeline(transaction=False)     # which are answered already: one round trip for all
+        for _, job in jobs:
+            if job.reply:
+                pipe.exists(RESULT.format(job.job_id))
+        answered = iter(pipe.execute() if len(pipe) else [])
+        finished: list[tuple[RoundJob, dict]] = []        # results not yet written (Worker._publish)
+        for stream, job in jobs:
+            if (job.reply and next(answered)) or (job.deadline and time.time() > job.deadline):
                 continue          # nobody waits for it any more (a stale preparation), or it is answered already
             try:
                 predictor = self._predictor(job.agent)
             except Exception as error:         # noqa: BLE001 - a missing or broken checkpoint
                 log.warning("agent %r could not be loaded: %s", job.agent, error)
                 why = self._failed[job.agent] = f"{type(error).__name__}: {error}"[:500]
-                self._publish(job, {"error": why if job.kind == "warmup" else AGENT_FAILED, "agent_failed": why})
+                finished.append((job, {"error": why if job.kind == "warmup" else AGENT_FAILED, "agent_failed": why}))
                 continue
             images = [self.pool.known(i) for i in job.images]
             if job.kind == "prepare":
@@ -304,14 +309,15 @@ class Worker:
             try:
                 predictor.check(request)
             except ValueError as error:
-                self._publish(job, {"error": str(error)})
+                finished.append((job, {"error": str(error)}))
                 continue
             kind = "explain" if stream == SLOW else "ask_explained" if job.for_every_image or job.for_the_secret \
                 else "ask"
             todo.setdefault((job.agent, kind), []).append((job, request))
+        self._publish(finished)                           # refusals at once, before any answering
         # plain questions batch apart from rounds with explanations: they need the secret's answer only
         for (agent, kind), pairs in todo.items():
-            started = time.thread_time()
+            started, finished = time.thread_time(), []
             results = self.predictors[agent].predict([request for _, request in pairs])
             for (job, _), result in zip(pairs, results):
                 if isinstance(result, Exception) and job.kind == "warmup":   # the researcher reads why
@@ -325,29 +331,38 @@ class Worker:
                     except Exception:            # noqa: BLE001 - one round's grading fails only itself
                         log.exception("grading failed")
                         payload = {"error": "the agent could not answer this round; please ask again"}
-                if self._publish(job, payload) and "error" not in payload:    # a warm-up or any answered round
+                finished.append((job, payload))
+                if "error" not in payload:              # a warm-up or any answered round: this agent is warm here
                     self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
+            self._publish(finished)
             self._account(kind, len(pairs), time.thread_time() - started)
         pipe = self.redis.pipeline()
         for stream, entry_id in done:
             pipe.xack(stream, GROUP, entry_id)
         pipe.execute()
 
-    def _publish(self, job: RoundJob, payload: dict) -> bool:
-        """Writes the job's one result (the first writer wins) and wakes the web process waiting for it."""
-        if not job.reply:
-            return False
-        ttl = max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
-        payload = {**payload, "worker": self.name}
-        if not self.redis.set(RESULT.format(job.job_id), json.dumps(payload, separators=(",", ":")), nx=True, ex=ttl):
-            log.info("job %s was answered already; this computation is dropped", job.job_id)
-            return False
+    def _publish(self, finished: list[tuple[RoundJob, dict]]) -> None:
+        """Writes each job's one result (the first writer wins) and wakes the web process waiting for it: two
+        round trips for a whole batch (a GPU batch of many rounds must not pay two per round)."""
+        finished = [(job, payload) for job, payload in finished if job.reply]
+        if not finished:
+            return
+        ttls = [max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
+                for job, _ in finished]
+        pipe = self.redis.pipeline(transaction=False)
+        for (job, payload), ttl in zip(finished, ttls):
+            pipe.set(RESULT.format(job.job_id), json.dumps({**payload, "worker": self.name}, separators=(",", ":")),
+                     nx=True, ex=ttl)
+        written = pipe.execute()
         pipe = self.redis.pipeline()
-        pipe.lpush(REPLY.format(job.job_id), "1")
-        pipe.expire(REPLY.format(job.job_id), ttl)
+        for (job, _), ttl, first in zip(finished, ttls, written):
+            if not first:
+                log.info("job %s was answered already; this computation is dropped", job.job_id)
+                continue
+            pipe.lpush(REPLY.format(job.job_id), "1")
+            pipe.expire(REPLY.format(job.job_id), ttl)
         pipe.execute()
-        return True
 
 
 # --- `exag worker` (its arguments: server/commands.py) ---------------------------------------------

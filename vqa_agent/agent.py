@@ -369,11 +369,13 @@ class VQAAgent:
         reasoning = self.model.reason(question, words, word_mask, grid, objects,
                                       torch.arange(len(seen), device=self.device), (cells_key, objects_key, gates_key))
         probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
-        top_p, top_i = probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1)
+        top_p, top_i = (t.tolist() for t in probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1))
         object_attention = reasoning.object_attention.cpu().tolist()
+        # each to the host once for the batch: on a GPU a copy per output is a synchronisation per output
+        spatial_attention, question_embedding = reasoning.spatial_attention.cpu().numpy(), reasoning.question.cpu().numpy()
         outputs = []
         for n, (question_text, image) in enumerate(zip(questions, seen)):
-            top_k = [(self.vocabulary.answers[int(j)], float(p)) for p, j in zip(top_p[n], top_i[n])]
+            top_k = [(self.vocabulary.answers[j], p) for p, j in zip(top_p[n], top_i[n])]
             attention = object_attention[n][:len(image.proposals)]
             symbolic = None
             question_read = read[question_text]
@@ -396,10 +398,10 @@ class VQAAgent:
                 image.rles = [compact_rle(m) for m in masks]
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
-                spatial_attention=reasoning.spatial_attention[n].cpu().numpy(),
+                spatial_attention=spatial_attention[n].copy(),
                 proposals=[replace(p, attention=attention[k], mask=masks[k], rle=image.rles[k])
                            for k, p in enumerate(image.proposals)],
-                concept_probabilities=dict(image.concepts), question_embedding=reasoning.question[n].cpu().numpy(),
+                concept_probabilities=dict(image.concepts), question_embedding=question_embedding[n].copy(),
                 unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",
                 program_scene=symbolic.scene if symbolic is not None else None,
