@@ -113,6 +113,12 @@ class Agents:
         except AgentUnavailable:
             return False
 
+    def all_warm(self) -> bool:
+        """Whether every agent this process has met is warm on a live worker (no Redis read: what workers
+        published, cached): the common case, in which no question needs its study looked up."""
+        warm = self._warm_names()
+        return all(handle.name in warm for handle in self.workers)
+
     def _warm_names(self) -> set[str]:
         return {name for worker in self.queue.published().values()
                 for name, agent in worker.get("agents", {}).items() if agent.get("warm")}
@@ -131,7 +137,8 @@ class Agents:
 
     @property
     def workers(self) -> list[AgentHandle]:
-        return [self.server_worker, *self._handles.values()]
+        with self._lock:          # another thread may be adding one
+            return [self.server_worker, *self._handles.values()]
 
     def close(self) -> None:
         pass

@@ -49,9 +49,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
     parser.add_argument("--log", action="store_true", help="log every HTTP request")
     parser.add_argument("--dev", action="store_true",
                         help="Werkzeug's development server instead of gunicorn (debugging only)")
-    parser.add_argument("--web-processes", type=_above_zero(int), default=max(1, (os.cpu_count() or 1) // 4),
-                        metavar="N", help="web processes serving the port (default: a quarter of the cores, at least "
-                        "1); more than one speaks WebSocket only (server/serve.py)")
+    parser.add_argument("--web-processes", type=_above_zero(int), default=max(1, (os.cpu_count() or 1) // 2),
+                        metavar="N", help="web processes serving the port (default: half the cores, at least 1: each "
+                        "answers ~150 messages/s); more than one speaks WebSocket only (server/serve.py)")
     parser.add_argument("--web-threads", type=int, default=None, metavar="N",
                         help="gunicorn threads of the web process; each open websocket holds one "
                              "(default: server/serve.py's DEFAULT_WEB_THREADS, 300)")

@@ -21,7 +21,6 @@ running totals and adds them to the hash at most once every CPU_FLUSH_S, in one 
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -34,7 +33,7 @@ from socketio import packet as sio_packet
 
 from game.rules import RuleError
 
-from . import browser
+from . import browser, json_text
 from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
 from .release import EvictingQueue, binding_room, room_of
@@ -150,15 +149,15 @@ def as_text(view: dict) -> str:
     latest = game["rounds"][-1] if isinstance(game, dict) and game.get("rounds") else None
     stored = latest.get("explanations") if isinstance(latest, dict) else None
     if not isinstance(stored, StoredJSON):
-        return json.dumps(view, separators=(",", ":"))
+        return json_text.dumps(view)
     latest["explanations"] = STORED_MARK
     try:
-        text = json.dumps(view, separators=(",", ":"))
+        text = json_text.dumps(view)
     finally:
         latest["explanations"] = stored
-    mark = json.dumps(STORED_MARK)
+    mark = json_text.dumps(STORED_MARK)
     if text.count(mark) != 1:     # the mark in the view's own text too (nothing sent holds a NUL): encode it all
-        return json.dumps(view, separators=(",", ":"))
+        return json_text.dumps(view)
     return text.replace(mark, stored.text)
 
 

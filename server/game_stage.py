@@ -59,6 +59,8 @@ class GameStage(Participation):
 
     def agent_starting(self, who: tuple[str, str]) -> str | None:
         """What to tell a player whose question will wait: no worker has warmed up the study's agent yet."""
+        if self.agents.all_warm():
+            return None
         study, _ = self._study(who[0])
         return AGENT_STARTING if self.agents.starting(study.agent) else None
 

@@ -25,12 +25,13 @@ play (/healthz), without loading anything itself.
 """
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
 import redis
+
+from . import json_text
 
 FAST = "exag:rounds:fast"          # plain questions: a worker reads these first
 SLOW = "exag:rounds:slow"          # explanation rounds bought at will
@@ -93,11 +94,11 @@ class RoundJob:
     reply: bool = True                     # whether someone waits for the result (prepare jobs: no)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        return json_text.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> "RoundJob":
-        return cls(**json.loads(text))
+        return cls(**json_text.loads(text))
 
 
 def ensure_groups(client: redis.Redis) -> None:
@@ -138,7 +139,7 @@ class RoundQueue:
             raise RoundTimeout("the game's store did not answer in time; please ask again") from error
         if raw is None or raw == TAKEN:
             raise RoundTimeout(NO_WORKER if reply is None else "this round's answer was lost; please ask again")
-        result = json.loads(raw)
+        result = json_text.loads(raw)
         if "agent_failed" in result:
             raise AgentFailed(result["error"], result["agent_failed"])
         if "error" in result:
@@ -175,7 +176,7 @@ class RoundQueue:
         read_at, workers = self._published
         if time.monotonic() - read_at > 1.0:
             now = time.time()
-            workers = {k: v for k, v in ((k, json.loads(v)) for k, v in self.redis.hgetall(WORKERS).items())
+            workers = {k: v for k, v in ((k, json_text.loads(v)) for k, v in self.redis.hgetall(WORKERS).items())
                        if now - v.get("seen", 0) < WORKER_STALE_S}
             self._published = (time.monotonic(), workers)
         return workers

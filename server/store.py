@@ -20,7 +20,6 @@ study's stored text is parsed once (StudyConfig is frozen).
 from __future__ import annotations
 
 import functools
-import json
 import secrets
 import time
 from dataclasses import fields, is_dataclass, replace
@@ -34,6 +33,7 @@ from redis.retry import Retry
 from game.state import GameState
 from game.study import StudyConfig
 
+from . import json_text
 from .locks import LOCK_TIMEOUT_S, LOCK_WAIT_S, Held, Locks   # noqa: F401 - LOCK_*: also read from here
 from .slots import record_seen
 
@@ -50,7 +50,7 @@ STUDIES_PARSED = 64        # stored study texts kept parsed (more are parsed aga
 def _json(value) -> str:
     """Compact JSON; a dataclass (a game's state) is written as dataclasses.asdict would give it, but without
     asdict's deep copies, which cost more than the rest of a message."""
-    return json.dumps(value, separators=(",", ":"), default=_dataclass_fields)
+    return json_text.dumps(value, default=_dataclass_fields)
 
 
 def _dataclass_fields(value) -> dict:
@@ -116,7 +116,7 @@ class Store:
         drawn); the config is frozen, so every caller may share it."""
         found = self._studies.get(raw)
         if found is None:
-            data = json.loads(raw)
+            data = json_text.loads(raw)
             # a study stored before orders existed ran every participant without explanations first: it keeps that
             found = StudyConfig.from_dict({"order": "abab", **data["config"]}), data["status"]
             if len(self._studies) >= STUDIES_PARSED:
@@ -155,7 +155,7 @@ class Store:
 
         def write(pipe) -> bool:
             raw = pipe.get(key)
-            data = json.loads(raw) if raw else None
+            data = json_text.loads(raw) if raw else None
             if data is None or data["status"] != "open":
                 return False
             pipe.multi()
@@ -167,7 +167,7 @@ class Store:
     def closed_because(self, study_id: str) -> str | None:
         """Why a study closed itself (Store.close_study), None when it did not."""
         raw = self.redis.get(f"exag:study:{study_id}")
-        return json.loads(raw).get("closed_because") if raw else None
+        return json_text.loads(raw).get("closed_because") if raw else None
 
     # --- participants -----------------------------------------------------------------------------
 
@@ -177,7 +177,7 @@ class Store:
 
     def participant(self, study_id: str, pid: str) -> dict | None:
         raw = self.redis.get(self._participant_key(study_id, pid))
-        return json.loads(raw) if raw else None
+        return json_text.loads(raw) if raw else None
 
     def participant_and_study(self, study_id: str, pid: str, game_id: str | None = None) -> tuple[
             dict | None, tuple[StudyConfig, str] | None, tuple[GameState, dict, dict | None] | None]:
@@ -189,7 +189,7 @@ class Store:
         if game_id is not None:
             self._read_game_with_latest_round(pipe, game_id)
         raw_participant, raw_study, *raw_game = pipe.execute()
-        return (json.loads(raw_participant) if raw_participant else None,
+        return (json_text.loads(raw_participant) if raw_participant else None,
                 self._parsed_study(raw_study) if raw_study is not None else None,
                 self._game_with_latest_round(game_id, *raw_game) if game_id is not None else None)
 
@@ -200,12 +200,12 @@ class Store:
         pipe.get(self._participant_key(study_id, pid))
         pipe.get(f"exag:game:{game_id}")
         raw_participant, raw_game = pipe.execute()
-        return json.loads(raw_participant) if raw_participant else None, self._parsed_game(raw_game)
+        return json_text.loads(raw_participant) if raw_participant else None, self._parsed_game(raw_game)
 
     def participants(self, study_id: str) -> list[dict]:
         pids = sorted(self.redis.smembers(f"exag:participants:{study_id}"))
         raws = self.redis.mget([self._participant_key(study_id, p) for p in pids]) if pids else []
-        return [json.loads(r) for r in raws if r]
+        return [json_text.loads(r) for r in raws if r]
 
     def locked(self, study_id: str, pid: str):
         """Serialises one participant's actions (LockError when the previous one holds it too long)."""
@@ -226,7 +226,7 @@ class Store:
     def _parsed_game(raw: str | None) -> tuple[GameState, dict] | None:
         if raw is None:
             return None
-        data = json.loads(raw)
+        data = json_text.loads(raw)
         return GameState.from_dict(data["state"]), data["record"]
 
     def game_with_latest_round(self, game_id: str) -> tuple[GameState, dict, dict | None] | None:
@@ -252,18 +252,18 @@ class Store:
             return state, record, None
         if length != len(state.rounds):     # not one entry per round (a game written otherwise): read it by its index
             return state, record, self.round_explanation(game_id, len(state.rounds) - 1)
-        value = json.loads(last) if last else None
+        value = json_text.loads(last) if last else None
         return state, record, StoredJSON(value, last) if isinstance(value, dict) else value
 
     def games(self, game_ids: list[str]) -> list[tuple[GameState, dict]]:
         """Many games in one round trip (those that exist)."""
         raws = self.redis.mget([f"exag:game:{g}" for g in game_ids]) if game_ids else []
-        return [(GameState.from_dict(d["state"]), d["record"]) for d in map(json.loads, filter(None, raws))]
+        return [(GameState.from_dict(d["state"]), d["record"]) for d in map(json_text.loads, filter(None, raws))]
 
     def round_explanation(self, game_id: str, index: int) -> dict | None:
         """What the player was shown in one round (player-safe), or None for a round without."""
         raw = self.redis.lindex(f"exag:game:{game_id}:explanations", index)
-        return json.loads(raw) if raw else None
+        return json_text.loads(raw) if raw else None
 
     # --- the one write path -----------------------------------------------------------------------
 
@@ -352,7 +352,7 @@ class Store:
             for event_id, fields in chunk:
                 yield {"id": event_id, "type": fields["type"], "time": float(fields["time"]),
                        "study": fields["study"], "participant": fields["participant"], "game": fields["game"],
-                       **json.loads(fields["payload"])}
+                       **json_text.loads(fields["payload"])}
             start = "(" + chunk[-1][0]
 
     def stats(self, study_id: str) -> dict[str, int]:

@@ -17,7 +17,7 @@ WEB_MODULES = (
     # server/: the web app, the transport, and the supervision of this machine's workers
     "server", "server.admin", "server.agents", "server.app", "server.browser", "server.check_stages",
     "server.completion", "server.config", "server.embedded_redis", "server.events", "server.game_stage",
-    "server.inference", "server.locks", "server.participation", "server.play", "server.processes",
+    "server.inference", "server.json_text", "server.locks", "server.participation", "server.play", "server.processes",
     "server.rating_task", "server.release", "server.rounds", "server.routes", "server.schemas", "server.serve",
     "server.slots", "server.store", "server.study_check", "server.throttle", "server.torch_free",
     # what they read below them: the game's rules and study logic, the explainers' names and scales, the

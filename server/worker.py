@@ -41,6 +41,7 @@ import redis
 from game.pool import GamePool
 from vqa_agent.threads import pin_threads, thread_pools
 
+from . import json_text
 from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import finish_round
@@ -352,7 +353,7 @@ class Worker:
                 for job, _ in finished]
         pipe = self.redis.pipeline(transaction=False)
         for (job, payload), ttl in zip(finished, ttls):
-            pipe.set(RESULT.format(job.job_id), json.dumps({**payload, "worker": self.name}, separators=(",", ":")),
+            pipe.set(RESULT.format(job.job_id), json_text.dumps({**payload, "worker": self.name}),
                      nx=True, ex=ttl)
         written = pipe.execute()
         pipe = self.redis.pipeline()

