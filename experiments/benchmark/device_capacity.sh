@@ -5,10 +5,10 @@
 #  2. the capacity ladder with the web tier spread over processes and GPU workers.
 # Writes its reports under $OUT (the device tool brings them back). About 8 minutes.
 set -euo pipefail
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OUT="${OUT:-/tmp/out}"
+py="${PY:-$(command -v /opt/torch/.venv/bin/python || command -v python3)}"     # the Python that has torch
+$py -m pip install --quiet --no-index --no-deps --target /tmp/dvlib .wheels/*.whl
+export PYTHONPATH=$PWD:/tmp/dvlib PYTHONUNBUFFERED=1 OUT="${OUT:-/tmp/out}" PATH=/tmp/dvlib/bin:$PATH
 mkdir -p "$OUT"
-python3 -m venv --system-site-packages /tmp/dv && /tmp/dv/bin/pip install --quiet --no-index --no-deps .wheels/*.whl
-py=/tmp/dv/bin/python
 $py -c "import exag_cli, sys; sys.exit(exag_cli.main(['world', 'build', '--help']))" >/dev/null
 $py -c "from vqa_agent.world.default import game_world; from vqa_agent.world.build import render_missing; render_missing(game_world(), progress=False)"
 nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv || true

@@ -15,6 +15,7 @@ another device may differ only where its two best answers are within float error
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -51,6 +52,32 @@ def plain_round(games: list[list[int]], k: int) -> RoundJob:
                     [str(i) for i in range(IMAGES)])
 
 
+def load_part(url: str, games: list[list[int]], slots: range, concurrency: int, stop: float) -> tuple[list, list]:
+    """One load process: a thread per slot, each keeping one round in flight until `stop` (time.time());
+    their latencies and the (inference ms, batch size) of the batches that answered them. Several such
+    processes keep a fast GPU worker busy where one Python process's threads could not."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    queue = RoundQueue(client, timeout_s=60)
+    latencies, batches = [], set()
+
+    def play(n: int) -> None:
+        k = n
+        while time.time() < stop:
+            k += concurrency
+            t = time.perf_counter()
+            result = queue.submit(plain_round(games, k))
+            latencies.append(time.perf_counter() - t)
+            batches.add((round(result["inference_ms"], 6), result["batch_rounds"]))
+
+    threads = [threading.Thread(target=play, args=(n,)) for n in slots]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    client.close()
+    return latencies, sorted(batches)
+
+
 def measure(args: argparse.Namespace, device: str) -> dict:
     """One device's run: throughput under load, then the fixed check rounds one at a time (their answers)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,32 +103,23 @@ def measure(args: argparse.Namespace, device: str) -> dict:
             games = [[int(i) for i in rng.choice(len(pool), IMAGES, replace=False)] for _ in range(args.games)]
             for images in games:      # first rounds: the worker looks at the games' images (not measured)
                 queue.submit(RoundJob("round", images, QUESTIONS[0], 0, [str(i) for i in range(IMAGES)]))
-            latencies, batches, stop = [], {}, time.monotonic() + args.seconds
-
-            def play(n: int) -> None:
-                k = n
-                while time.monotonic() < stop:
-                    k += args.concurrency
-                    t = time.perf_counter()
-                    result = queue.submit(plain_round(games, k))
-                    latencies.append(time.perf_counter() - t)
-                    batches[(round(result["inference_ms"], 6), result["batch_rounds"])] = True
-
+            clients = max(1, min(args.clients, args.concurrency))
+            stop = time.time() + args.seconds
             cpu_before = sum(cpu_s(w.pid) for w in workers)
             t0 = time.perf_counter()
-            threads = [threading.Thread(target=play, args=(n,)) for n in range(args.concurrency)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            with multiprocessing.get_context("fork").Pool(clients) as load:
+                parts = load.starmap(load_part, [(embedded.url, games, range(n, args.concurrency, clients),
+                                                  args.concurrency, stop) for n in range(clients)])
             elapsed = time.perf_counter() - t0
             worker_cpu = sum(cpu_s(w.pid) for w in workers) - cpu_before
+            latencies = [t for part, _ in parts for t in part]
+            batches = {batch: True for _, part in parts for batch in part}
             answers = [queue.submit(plain_round(games, k))["answer"] for k in range(args.check_rounds)]
             batch_ms = np.array([ms for ms, _ in batches])
             sizes = np.array([size for _, size in batches])
             report = {
                 "device": device, "world": str(args.world), "agent": args.agent, "workers": args.workers,
-                "images_per_round": IMAGES, "concurrency": args.concurrency, "seconds": round(elapsed, 2),
+                "images_per_round": IMAGES, "concurrency": args.concurrency, "load_processes": clients, "seconds": round(elapsed, 2),
                 "rounds": len(latencies), "rounds_per_s": round(len(latencies) / elapsed, 1),
                 "worker_cpu_ms_per_round": round(worker_cpu * 1000 / max(len(latencies), 1), 2),
                 "batch_rounds_mean": round(float(sizes.mean()), 2),
@@ -129,6 +147,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="auto", help="the workers' device; a list (cpu,cuda) measures each in turn")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds")
     parser.add_argument("--concurrency", type=int, default=16, help="rounds in flight at once")
+    parser.add_argument("--clients", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                        help="load processes sharing the rounds in flight (default: half the cores, at most 8)")
     parser.add_argument("--games", type=int, default=8, help="distinct image sets (their features are cached)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (one core each): throughput "
                                                                 "should grow linearly with them up to the cores")
