@@ -35,12 +35,14 @@ from pathlib import Path
 import psutil
 
 from experiments.benchmark import write_report
-from experiments.simulate.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, parse_mix, play_games, run_load
+from experiments.simulate.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, parse_mix, play_games
+from experiments.simulate.load_processes import run_load_processes
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = (10, 25, 50, 100, 200)
 HEALTHY_WITHIN_S = 600          # a first start may build the game world
 STOP_WITHIN_S = 30              # after SIGTERM, before the process group is killed
+PLAYERS_PER_BOT_PROCESS = 250  # one load process holds this many players well below a core (200: a fifth)
 PAUSE_BETWEEN_STEPS_S = 5.0     # the server settles (late replies, closed connections) before the next step
 
 
@@ -285,9 +287,10 @@ def run(args: argparse.Namespace) -> dict:
                     time.sleep(PAUSE_BETWEEN_STEPS_S)
                 log_before = server.log_path.stat().st_size
                 cpu_before = server.cpu_by_kind()
-                report = run_load(server.url, players, args.duration, mix, arms=DEMO_CONTROLLED_ARMS,
-                                  server_pids=[server.process.pid], reply_timeout_s=args.timeout, seed=args.seed + i,
-                                  progress=not args.quiet)
+                bots = args.bot_processes or max(1, min(8, players // PLAYERS_PER_BOT_PROCESS))
+                report = run_load_processes(server.url, players, args.duration, bots, mix=mix,
+                                            arms=DEMO_CONTROLLED_ARMS, server_pids=[server.process.pid],
+                                            reply_timeout_s=args.timeout, seed=args.seed + i, progress=not args.quiet)
                 report["workers"] = workers if workers is not None else os.cpu_count()
                 report["cpu_ms_per_reply"] = cpu_ms_per_reply(cpu_before, server.cpu_by_kind(),
                                                               report["messages"]["answered"])
@@ -330,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the server's per-address connection limit (default: 2 x the largest step + 50)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="measure from the first request (default: one game of each setting first)")
+    parser.add_argument("--bot-processes", type=int, default=None, metavar="K",
+                        help=f"load processes playing the players (default: one per {PLAYERS_PER_BOT_PROCESS}, at most 8)")
     parser.add_argument("--fresh-server", action="store_true", help="a new server (and Redis) for every step")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "capacity.json")

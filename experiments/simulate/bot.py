@@ -406,9 +406,10 @@ def run_load(url: str, players: int, duration_s: float, mix: float = 0.5, *,
              studies: dict[str, str] | None = None, arms: tuple[str, ...] = DEMO_CONTROLLED_ARMS,
              server_pids: list[int] | tuple[int, ...] = (), reply_timeout_s: float = LOAD_TIMEOUT_S,
              question_interval_s: float = 3.0, ramp_s: float | None = None, seed: int = 0,
-             progress: bool = True) -> dict:
+             progress: bool = True, raw_times: bool = False) -> dict:
     """N participants at once for `duration_s`: a share `mix` of them in the at-will study, the others in
-    the controlled study spread over every arm in `arms`; see the module docstring for the report."""
+    the controlled study spread over every arm in `arms`; see the module docstring for the report. With
+    `raw_times` the report also holds every reply time by event (to merge loads: load_processes.py)."""
     import psutil
 
     if players < 1 or duration_s <= 0:
@@ -475,6 +476,8 @@ def run_load(url: str, players: int, duration_s: float, mix: float = 0.5, *,
             "bot": {"cpu_percent": 100.0 * (cpu.user + cpu.system - my_cpu.user - my_cpu.system) / elapsed,
                     "rss_mb": me.memory_info().rss / 2**20, "threads_at_peak": threads},
         }
+        if raw_times:
+            report["raw_times"] = {event: list(times) for event, times in recorder.times.items()}
     if sampler:
         report["server"] = sampler.report()
     return report

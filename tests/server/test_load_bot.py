@@ -31,3 +31,18 @@ def test_run_load_measures_every_event_without_errors(live_server):
     assert report["messages"]["per_second"] > 0 and report["stopped_cleanly"]
     assert report["server"]["samples"] >= 5 and report["server"]["rss_mb"]["max"] > 0
     assert report["server"]["cpu_percent"]["mean"] >= 0 and "cpu_percent" in report["bot"]
+
+
+def test_a_load_spread_over_processes_is_one_report(live_server):
+    """`run_load_processes` (the capacity benchmark's --bot-processes): the players shared by two processes,
+    every reply time of both in the percentiles, the server sampled once."""
+    from experiments.simulate.load_processes import run_load_processes
+
+    report = run_load_processes(live_server.url, 4, 8.0, processes=2, mix=0.5,
+                                studies={"at-will": "aw", "controlled": "ctl"}, arms=("none", "both"),
+                                server_pids=[os.getpid()], question_interval_s=0.25, progress=False)
+    assert report["players"] == 4 and report["bot"]["processes"] == 2 and report["participants"] >= 4
+    assert report["errors"]["total"] == 0 and report["timeouts"]["total"] == 0, report["errors"]
+    assert "raw_times" not in report and report["events"]["ask"]["n"] > 0
+    answered = sum(s["n"] for s in report["events"].values())
+    assert report["messages"]["answered"] == answered and report["server"]["samples"] >= 4
