@@ -116,3 +116,29 @@ def test_placeholder_live_region_and_error_banner(browser, live_server):
     sync_api.expect(page.locator("#stage")).to_have_attribute("data-stage", "game")
     sync_api.expect(page.locator("#announce")).to_have_text("")
     assert not errors, errors
+
+
+def test_a_question_for_an_agent_still_starting_says_so_on_the_page(browser, app, tiny_agent_dir, agent_world,
+                                                                     tiny_nle_dir, tmp_path):
+    """Issue 45: a server whose workers have not warmed up its agent yet (here: none comes) tells the player
+    their question waits for it, then why it was not answered; the question box is usable again."""
+    from server_setup import LiveServer, server_config, write_studies
+
+    from server.app import create_app
+
+    web = create_app(server_config(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data",
+                                   write_studies(tmp_path / "studies"), inprocess_workers=0, round_timeout_s=4))
+    server = LiveServer(web)
+    try:
+        errors = []
+        page = new_page(browser, f"{server.url}/?study=quick&pid=waits-1", errors)
+        to_the_game(page)
+        page.fill("#question", "Is there a red cube?")
+        page.press("#question", "Enter")
+        sync_api.expect(page.locator("#alert")).to_contain_text("still starting", timeout=3_000)
+        sync_api.expect(page.locator("#alert")).to_contain_text("did not answer in time", timeout=TIMEOUT_MS)
+        sync_api.expect(page.locator("#question")).to_be_enabled()
+        assert not errors, errors
+    finally:
+        server.stop()
+        web.extensions["exag"].close()
