@@ -44,6 +44,7 @@ import numpy as np
 from vqa_agent.agent import KnownImage, as_rgb_array
 from vqa_agent.world.parser import ADJECTIVE_WORDS, NOUN_WORDS, RELATION_WORDS
 
+from .agent_interface import brief_answers
 from .base import Explainer, ExplanationRequest
 from .relqa_index import RelQAIndex, load_or_build_index
 from .word_vectors import tokens
@@ -154,7 +155,7 @@ class RelQAExplainer(Explainer):
             image = request.image if isinstance(request.image, KnownImage) else as_rgb_array(request.image)
             images += [image] * len(picks)
             questions += [self.index.questions[i] for i, _ in picks]
-        outputs = self.agent.answer(images, questions) if questions else []
+        outputs = brief_answers(self.agent, images, questions) if questions else []
         payloads, start = [], 0
         for picks in chosen:
             answered = outputs[start:start + len(picks)]

@@ -165,6 +165,8 @@ def pad_questions(encoded: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]
 
 
 class VQAAgent:
+    answers_briefly = True      # answer(..., brief=True): explainers/agent_interface.py `brief_answers`
+
     def __init__(self, model: VQAModel, vocabulary: Vocabulary, device: str = "auto") -> None:
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()
@@ -350,8 +352,10 @@ class VQAAgent:
         return np.concatenate(vectors) if vectors else np.zeros((0, self.config.hidden), np.float32)
 
     @torch.inference_mode()
-    def answer(self, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
-        """Answers questions[i] about images[i]. A single question is asked of every image."""
+    def answer(self, images: Sequence, questions: Sequence[str], brief: bool = False) -> list[AgentOutput]:
+        """Answers questions[i] about images[i]. A single question is asked of every image. `brief`: the
+        caller reads only each output's answer, probability, top_k and how it was answered (RelQA's related
+        questions), so the outputs carry no proposals (their masks are most of an output's cost)."""
         questions = question_per_image(images, questions)
         if not images:
             return []
@@ -393,14 +397,14 @@ class VQAAgent:
                 attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
                              for k in range(len(image.proposals))]
             refusal = question_read.refusal
-            masks = image.masks.unpack(*image.size)
-            if image.rles is None:        # an image stored before they were kept: once
+            masks = [] if brief else image.masks.unpack(*image.size)
+            if image.rles is None and not brief:        # an image stored before they were kept: once
                 image.rles = [compact_rle(m) for m in masks]
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=spatial_attention[n].copy(),
-                proposals=[replace(p, attention=attention[k], mask=masks[k], rle=image.rles[k])
-                           for k, p in enumerate(image.proposals)],
+                proposals=[] if brief else [replace(p, attention=attention[k], mask=masks[k], rle=image.rles[k])
+                                            for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=question_embedding[n].copy(),
                 unknown_words=list(question_read.unknown_words),
                 answered_by="program" if symbolic is not None else "classifier",

@@ -55,3 +55,23 @@ def test_a_changed_image_is_never_mistaken_for_the_one_it_was(tiny_agent_dir, im
     after = agent.answer([image], "how many spheres are there?")[0]
     assert _plain(after) == _plain(agent.answer([images[1].copy()], "how many spheres are there?")[0])
     assert _plain(before) == _plain(agent.answer([images[0].copy()], "how many spheres are there?")[0])
+
+
+def test_brief_answers_are_the_full_answers_without_proposals(tiny_agent_dir, images):
+    """Issue 45: RelQA's related questions are answered briefly (no proposal masks), with the very answers,
+    probabilities, alternatives and ways of answering of a full answer; an agent that cannot answer briefly
+    answers in full."""
+    from explainers.agent_interface import brief_answers
+
+    agent = VQAAgent.from_pretrained(tiny_agent_dir)
+    questions = [QUESTIONS[k % len(QUESTIONS)] for k in range(len(images))]
+    full, brief = agent.answer(images, questions), brief_answers(agent, images, questions)
+    assert [(o.answer, o.probability, o.top_k, o.answered_by, o.refusal) for o in brief] == \
+        [(o.answer, o.probability, o.top_k, o.answered_by, o.refusal) for o in full]
+    assert all(not o.proposals for o in brief) and any(o.proposals for o in full)
+
+    class Plain:                     # an agent without `answers_briefly` (an adapter written elsewhere)
+        def answer(self, images, questions):
+            return agent.answer(images, questions)
+
+    assert [_plain(o) for o in brief_answers(Plain(), images, questions)] == [_plain(o) for o in full]
