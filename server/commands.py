@@ -75,6 +75,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
                         help="threads per worker, of every pool it has: torch, BLAS, OpenMP (default 1)")
     parser.add_argument("--device", default="auto",
                         help="this machine's workers' torch device: auto (cuda when available, else cpu), cpu or cuda")
+    parser.add_argument("--gpu-workers", type=int, default=None, metavar="N",
+                        help="of the workers, how many run on GPUs, the rest on the CPU (default with a GPU: one a "
+                             "GPU; processes sharing a GPU answer less, docs/results.md)")
     parser.add_argument("--explainer-options", type=json.loads, default={}, metavar="JSON",
                         help='this machine\'s workers\' options per explainer, e.g. \'{"relqa": {"min_bank": 50}}\'')
     parser.set_defaults(run=partial(serve_command, live_report=live_report))
@@ -94,7 +97,7 @@ def _above_zero(kind):
 def serve_command(args: argparse.Namespace, live_report: LiveReport | None = None) -> int:
     from vqa_agent.threads import pin_threads
 
-    from .processes import WorkerProcesses, worker_arguments
+    from .processes import WorkerProcesses, gpus_here, worker_arguments, worker_devices
     from .serve import redis_for, run_web
 
     pin_threads(1)       # this process and the web process it forks: threads, not BLAS pools, serve players
@@ -123,9 +126,11 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
         _check_study_files(config)
         workers = None
         if args.workers:             # this machine's inference workers, restarted when one dies
-            workers = WorkerProcesses(worker_arguments(config, args.threads), args.workers, args.threads)
-            print(f"started {args.workers} inference worker(s) ({args.threads} torch thread(s) each): "
-                  f"pids {' '.join(map(str, workers.pids))}", flush=True)
+            devices = worker_devices(args.device, args.workers, gpus_here(), args.gpu_workers)
+            workers = WorkerProcesses(worker_arguments(config, args.threads), args.workers, args.threads, devices)
+            on_gpu = sum(d != "cpu" for d in devices)
+            print(f"started {args.workers} inference worker(s) ({args.threads} torch thread(s) each"
+                  f"{f'; {on_gpu} on the GPU' if on_gpu else ''}): pids {' '.join(map(str, workers.pids))}", flush=True)
         try:
             if workers is not None:   # "ready" once a worker of every agent a study file names has answered
                 _check_studies_on_workers(config)

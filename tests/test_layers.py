@@ -27,8 +27,10 @@ MAX_FILE_LINES = 400
 # agents proven by a warm-up question before a study opens, a study that closes itself when its agent fails,
 # participations keyed by the platform's session, Prolific links checked), issue 45 for scaling with the machine
 # (~190: the assignment's slots dealt atomically in Redis, one worker looking at the pool on a first start,
-# readiness in /healthz, questions nobody answered recorded, every thread pool pinned).
-MAX_TOTAL_LINES = 4800
+# readiness in /healthz, questions nobody answered recorded, every thread pool pinned), and again (~70: several
+# web processes on one port, one worker a GPU and the rest on the CPU, batching by device, the server's JSON
+# by orjson, results written a batch at a time, the "agent starting" notice, the pool rendered before ready).
+MAX_TOTAL_LINES = 4950
 
 
 def python_files() -> list[Path]:
