@@ -44,7 +44,7 @@ from vqa_agent.threads import pin_threads, thread_pools
 from . import json_text
 from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
-from .respond import finish_round
+from .respond import MASK_CACHE, finish_round, pool_masks
 from .rounds import (FAST, GROUP, PREPARE, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
                      ensure_groups, warmup_job)
 
@@ -58,6 +58,7 @@ IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams befor
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
                            # default pool of 1,500 ~390 MB; a worker's RSS ~1.3 GB with it and every explainer)
 FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
+MASKS_PER_IDLE_STEP = 16   # pool images whose true masks an idle step decodes (server/respond.py keeps them)
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
@@ -119,6 +120,7 @@ class Worker:
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
         self._claimed_at = self._beat_at = 0.0
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
+        self._masks_kept = 0                             # pool images whose true masks are decoded (idle steps)
         self._cpu: dict[str, float] = {}                 # "<kind>:n" / ":cpu_ms" / ":batches" since the last heartbeat
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
@@ -182,6 +184,12 @@ class Worker:
             return
         if self.looking.due() and self.looking.here():
             self.looking.step()
+            return
+        if self._masks_kept < min(len(self.pool), MASK_CACHE) and self.pool.has_ground_truth and self.config.warm_pool:
+            # the pool's true masks, which grading explanations reads, decoded while idle (~1 ms an image)
+            for i in range(self._masks_kept, min(self._masks_kept + MASKS_PER_IDLE_STEP, len(self.pool), MASK_CACHE)):
+                pool_masks(self.pool, i)
+            self._masks_kept += MASKS_PER_IDLE_STEP
             return
         got = self._read(STREAMS, 1, IDLE_BLOCK_MS)     # idle: wait for any stream
         fast = [entry for entry in got if entry[0] == FAST]
