@@ -70,12 +70,10 @@ def missing_checkpoint(agent: str) -> str:
     on this machine, "" when it has one: what `exag serve` checks before it starts, and a server before it
     accepts a study (server/agents.py)."""
     try:
-        for file in checkpoint_files(agent):
-            if not file.exists():
-                raise FileNotFoundError(f"the checkpoint has no {file.name}")
+        missing = [file.name for file in checkpoint_files(agent) if not file.exists()]
     except OSError as error:
         return f"{type(error).__name__}: {error}"
-    return ""
+    return f"FileNotFoundError: the checkpoint has no {missing[0]}" if missing else ""
 
 
 def is_sham(arm: str) -> bool:

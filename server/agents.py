@@ -108,10 +108,7 @@ class Agents:
     def starting(self, name: str = "") -> bool:
         """Whether no live worker has answered a warm-up question with the agent `name` yet, so a question
         for it waits in the queue (what workers published, read at most once a second: RoundQueue.published)."""
-        try:
-            return self.worker(name).name not in self._warm_names()
-        except AgentUnavailable:
-            return False
+        return self.readiness([name])[name] == "starting"
 
     def all_warm(self) -> bool:
         """Whether every agent this process has met is warm on a live worker (no Redis read: what workers

@@ -221,8 +221,7 @@ def _check_studies_on_workers(config: ServerConfig) -> None:
                     raise
                 for study, _ in store.studies():
                     if study.agent == agent:
-                        store.close_study(study.study_id, str(error), {"type": "study_closed", "time": time.time(),
-                                                                       "study": study.study_id, "because": str(error)})
+                        store.close_study(study.study_id, str(error))
                 print(f"warning: {source} closed to new joins: {error}", flush=True)
                 continue
             print(f"  answered in {seconds:.1f} s", flush=True)

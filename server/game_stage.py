@@ -140,8 +140,7 @@ class GameStage(Participation):
         except RoundError as error:
             if isinstance(error, AgentFailed):    # its study closes to newcomers until the researcher opens it again
                 because = f"its agent {job.agent or self.agents.server_agent!r} failed on a worker: {error.why}"
-                if self.store.close_study(record["study"], because, {"type": "study_closed", "time": time.time(),
-                                                                      "study": record["study"], "because": because}):
+                if self.store.close_study(record["study"], because):
                     log.error("study %s closed to new joins: %s", record["study"], because)
             # refused with its reason, and recorded: a question nobody answered is in the log, never lost
             self.store.commit(events=[self._event_for(state, record, {

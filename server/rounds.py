@@ -80,7 +80,7 @@ NO_WORKER = ("the game's agent did not answer in time (no inference worker took 
 
 @dataclass
 class RoundJob:
-    kind: str                              # "round", "prepare" or "warmup" (server/warmup.py)
+    kind: str                              # "round", "prepare" or "warmup" (`warmup_job`)
     images: list[int]                      # pool positions of the game's images, in the order shown
     question: str = ""
     secret: int = 0                        # position of the secret in `images`

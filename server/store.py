@@ -148,9 +148,9 @@ class Store:
         self.transaction(write)
         return True
 
-    def close_study(self, study_id: str, because: str, event: dict) -> bool:
+    def close_study(self, study_id: str, because: str) -> bool:
         """Closes an open study to new joins with the reason the console shows (`closed_because`; opening it
-        again clears it) and appends `event`; False when it was not open."""
+        again clears it) and logs a `study_closed` event; False when it was not open."""
         key = f"exag:study:{study_id}"
 
         def write(pipe) -> bool:
@@ -160,7 +160,7 @@ class Store:
                 return False
             pipe.multi()
             pipe.set(key, _json({**data, "status": "closed", "closed_because": because}))
-            self.add_event(pipe, event)
+            self.add_event(pipe, {"type": "study_closed", "time": time.time(), "study": study_id, "because": because})
             return True
         return self.redis.transaction(write, key, value_from_callable=True)
 

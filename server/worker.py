@@ -27,7 +27,6 @@ the grading and the result's write.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -121,6 +120,7 @@ class Worker:
         self._claimed_at = self._beat_at = 0.0
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
         self._masks_kept = 0                             # pool images whose true masks are decoded (idle steps)
+        self._masks_wanted = min(len(self.pool), MASK_CACHE) if self.pool.has_ground_truth and config.warm_pool else 0
         self._cpu: dict[str, float] = {}                 # "<kind>:n" / ":cpu_ms" / ":batches" since the last heartbeat
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
@@ -185,11 +185,8 @@ class Worker:
         if self.looking.due() and self.looking.here():
             self.looking.step()
             return
-        if self._masks_kept < min(len(self.pool), MASK_CACHE) and self.pool.has_ground_truth and self.config.warm_pool:
-            # the pool's true masks, which grading explanations reads, decoded while idle (~1 ms an image)
-            for i in range(self._masks_kept, min(self._masks_kept + MASKS_PER_IDLE_STEP, len(self.pool), MASK_CACHE)):
-                pool_masks(self.pool, i)
-            self._masks_kept += MASKS_PER_IDLE_STEP
+        if self._masks_kept < self._masks_wanted:
+            self._decode_masks()
             return
         got = self._read(STREAMS, 1, IDLE_BLOCK_MS)     # idle: wait for any stream
         fast = [entry for entry in got if entry[0] == FAST]
@@ -245,7 +242,7 @@ class Worker:
                   for name, p in self.predictors.items()}
         agents.update({name: {"failed": why} for name, why in self._failed.items()})
         pipe = self.redis.pipeline()
-        pipe.hset(WORKERS, self.name, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+        pipe.hset(WORKERS, self.name, json_text.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                                                   "agents": agents, "seen": time.time(),
                                                   "rounds": self.rounds_done, "threads": thread_pools()}))
         for field_name, value in self._cpu.items():
@@ -263,6 +260,13 @@ class Worker:
         if isinstance(result, Exception):
             raise RuntimeError(f"the agent {self.config.agent!r} could not answer a warm-up question: {result}")
         self._warm_since[""] = time.time()
+
+    def _decode_masks(self) -> None:
+        """The pool's true masks, which grading explanations reads, decoded while idle (~1 ms an image)."""
+        upto = min(self._masks_kept + MASKS_PER_IDLE_STEP, self._masks_wanted)
+        for i in range(self._masks_kept, upto):
+            pool_masks(self.pool, i)
+        self._masks_kept = upto
 
     def _account(self, kind: str, rounds: int, cpu_s: float) -> None:
         for name, value in ((f"{kind}:n", rounds), (f"{kind}:cpu_ms", cpu_s * 1000), (f"{kind}:batches", 1)):

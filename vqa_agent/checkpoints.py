@@ -19,12 +19,6 @@ from pathlib import Path
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"   # agents shipped with the package, by name
 DEFAULT_AGENT = "medium"                                           # what "default" means
-
-
-def agent_name(name) -> str:
-    """An agent as people read it: "default" is said as the shipped preset it stands for ("medium (default)"),
-    so the start message, /healthz and the docs name one agent alike."""
-    return f"{DEFAULT_AGENT} (default)" if str(name) == "default" else str(name)
 CHECKPOINT_FILES = ("config.json", "vocabulary.json", "model.safetensors")
 HF_PREFIX = "hf:"
 HF_ARCHITECTURES = ("ViltForQuestionAnswering", "BlipForQuestionAnswering")   # what hf_agent.py can answer with
@@ -43,6 +37,12 @@ class HFAgentError(FileNotFoundError):
     """An `hf:PATH` that is no transformers VQA model directory the adapter can load; the text says why in
     one line. No agent found, as for any name that leads to none (resolve_agent_path): whoever reports a
     missing agent reports this one (server/agents.py, the `exag` commands' one-line errors)."""
+
+
+def agent_name(name) -> str:
+    """An agent as people read it: "default" is said as the shipped preset it stands for ("medium (default)"),
+    so the start message, /healthz and the docs name one agent alike."""
+    return f"{DEFAULT_AGENT} (default)" if str(name) == "default" else str(name)
 
 
 def is_hf_agent(name) -> bool:
