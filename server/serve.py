@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -109,9 +110,12 @@ def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: 
     from gunicorn.arbiter import Arbiter
 
     made: list[Flask] = []       # this web process's app (each forked process has its own list)
+    said = multiprocessing.Value("b", 0)     # shared by the forked web processes: "ready" is said once
 
     def post_worker_init(worker) -> None:
-        if ready is not None and worker.age == 1:    # said once: by the first process, not by each
+        with said.get_lock():                # by whichever process can serve first, not by each
+            first, said.value = not said.value, 1
+        if ready is not None and first:
             ready(made[0])
 
     def worker_exit(server, worker) -> None:

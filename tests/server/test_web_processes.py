@@ -27,6 +27,9 @@ def test_two_web_processes_serve_one_port(agent_world, tiny_agent_dir, tmp_path)
     bots = []
     try:
         web.wait_ready(time.monotonic() + START_TIMEOUT_S)
+        said = time.monotonic() + 10             # the process that answered may not be the one that said it
+        while "ExAG is ready" not in web.log.read_text() and time.monotonic() < said:
+            time.sleep(0.1)
         assert web.log.read_text().count("ExAG is ready") == 1 and "2 web process(es)" in web.log.read_text()
         root = psutil.Process(web.popen.pid)       # `exag serve`: gunicorn's master, which forks the web processes
         served = [p for p in [root, *root.children(recursive=True)] if "serve" in p.cmdline()]
