@@ -44,7 +44,7 @@ from . import json_text
 from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
-from .rounds import (FAST, GROUP, PREPARE, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
+from .rounds import (FAST, GROUP, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
                      ensure_groups, warmup_job)
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,8 @@ CLAIM_EVERY_S = 1.0        # how often a worker looks for such jobs
 MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?) is answered with an error
 HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
 POLL_S = 0.001             # how often a batch's first round looks for others to join it
+RATE_SMOOTHING = 0.2       # weight of the latest batch in a worker's rate of questions (whether a batch waits for more)
+WAITED_S = 0.002           # a blocking read that took longer waited for its job (the stream was empty)
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
                            # default pool of 1,500 ~390 MB; a worker's RSS ~1.3 GB with it and every explainer)
@@ -62,6 +64,20 @@ SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, ho
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
                            # explanations (controlled arms), explanations bought at will, a game's preparation
+# each job's result, written only when none is there yet (a job computed twice is answered once), and its reply,
+# which wakes the web process waiting for it; both expire. KEYS: result, reply per job; ARGV: payload, ttl per job
+PUBLISH_RESULTS = """
+local written = {}
+for i = 1, #KEYS, 2 do
+    local first = redis.call('SET', KEYS[i], ARGV[i], 'NX', 'EX', ARGV[i + 1])
+    if first then
+        redis.call('LPUSH', KEYS[i + 1], '1')
+        redis.call('EXPIRE', KEYS[i + 1], ARGV[i + 1])
+    end
+    written[#written + 1] = first and 1 or 0
+end
+return written
+"""
 AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
 
 
@@ -96,6 +112,25 @@ def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
     return options
 
 
+class ArrivalRate:
+    """How many questions a second a worker takes from the fast stream lately: from the time between its
+    batches, per round, smoothed over the last several batches."""
+
+    def __init__(self) -> None:
+        self._last: float | None = None       # when the last batch was read
+        self._gap: float | None = None        # seconds between questions, smoothed
+
+    def add(self, rounds: int) -> None:
+        now = time.monotonic()
+        if self._last is not None:
+            gap = (now - self._last) / max(rounds, 1)
+            self._gap = gap if self._gap is None else (1 - RATE_SMOOTHING) * self._gap + RATE_SMOOTHING * gap
+        self._last = now
+
+    def per_second(self) -> float:
+        return 0.0 if not self._gap else 1.0 / self._gap
+
+
 class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         from vqa_agent.loading import load_agent   # a checkpoint, or a transformers model (hf:PATH)
@@ -121,6 +156,8 @@ class Worker:
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
         self._masks_kept = 0                             # pool images whose true masks are decoded (idle steps)
         self._masks_wanted = min(len(self.pool), MASK_CACHE) if self.pool.has_ground_truth and config.warm_pool else 0
+        self._retaken: set[str] = set()                 # entry ids taken over from other workers (_claim)
+        self._arrivals = ArrivalRate()                   # questions this worker took lately: whether a batch waits
         self._cpu: dict[str, float] = {}                 # "<kind>:n" / ":cpu_ms" / ":batches" since the last heartbeat
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
@@ -170,46 +207,48 @@ class Worker:
                 self._handle([slow])
                 return
             self._slow_due = now + SLOW_SHARE_S
-        fast = self._read(FAST, self.config.batch.max_batch_rounds)
-        if fast:
-            self._handle(self._more_fast(fast))
-            return
-        slow = self._next_slow()
-        if slow is not None:
-            self._handle([slow])
-            return
-        prepare = self._read(PREPARE, 1)
-        if prepare:
-            self._handle(prepare)
-            return
-        if self.looking.due() and self.looking.here():
-            self.looking.step()
-            return
-        if self._masks_kept < self._masks_wanted:
-            self._decode_masks()
-            return
-        got = self._read(STREAMS, 1, IDLE_BLOCK_MS)     # idle: wait for any stream
+        # one read of every stream (a round trip costs ~0.15 ms of CPU on each side: issue 45), which returns at
+        # once when any holds a job, and blocks only when there is no idle work to do
+        asked = time.monotonic()
+        got = self._read(STREAMS, 1, None if self._idle_work() else IDLE_BLOCK_MS)
         fast = [entry for entry in got if entry[0] == FAST]
-        self._held += [entry for entry in got if entry[0] != FAST]
-        if fast:
-            self._handle(self._more_fast(fast))
+        self._held += [entry for entry in got if entry[0] != FAST]      # STREAMS' order: slow before prepare
+        if fast:    # a read that waited for its job found the stream empty: no others are queued behind it
+            self._handle(self._more_fast(fast, queued=time.monotonic() - asked < WAITED_S))
+        elif self._held:
+            self._handle([self._next_slow()])
+        elif self.looking.due() and self.looking.here():
+            self.looking.step()
+        elif self._masks_kept < self._masks_wanted:
+            self._decode_masks()
+
+    def _idle_work(self) -> bool:
+        return bool(self._held) or self.looking.due() or self._masks_kept < self._masks_wanted
 
     def _next_slow(self) -> tuple[str, str, str] | None:
         """A claimed or held job first, then the slow stream's next."""
         self._slow_due = time.monotonic() + SLOW_SHARE_S
         return self._held.pop(0) if self._held else next(iter(self._read(SLOW, 1)), None)
 
-    def _more_fast(self, batch: list) -> list:
-        """LitServe-style: the first round waits up to max_wait_ms for others, up to max_batch_rounds. Polled
-        every millisecond without blocking: Redis ends a blocked read's timeout only at its clock's tick (10 a
-        second by default), so a 4 ms blocking read took ~30 ms, and a lone question ~100 ms through Redis."""
-        deadline = time.monotonic() + self.config.batch.max_wait_ms / 1000
-        while len(batch) < self.config.batch.max_batch_rounds:
+    def _more_fast(self, batch: list, queued: bool = True) -> list:
+        """The rounds queued behind the first (`queued`: there may be some), up to max_batch_rounds; then,
+        LitServe-style, the first waits up to max_wait_ms for others, but only when this worker's recent rate
+        of questions makes one more likely to come within the wait: at a few questions a second the wait
+        gathered nothing, and its polls cost two workers 16% more CPU per reply than one (issue 45). Polled every millisecond without blocking:
+        Redis ends a blocked read's timeout only at its clock's tick (10 a second by default), so a 4 ms
+        blocking read took ~30 ms, and a lone question ~100 ms through Redis."""
+        limit, wait_s = self.config.batch.max_batch_rounds, self.config.batch.max_wait_ms / 1000
+        deadline = time.monotonic() + wait_s
+        if queued and len(batch) < limit:
+            batch += self._read(FAST, limit - len(batch))
+        self._arrivals.add(len(batch))
+        waits = self._arrivals.per_second() * wait_s >= 1.0
+        while waits and len(batch) < limit:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             time.sleep(min(POLL_S, left))
-            batch += self._read(FAST, self.config.batch.max_batch_rounds - len(batch))
+            batch += self._read(FAST, limit - len(batch))
         return batch
 
     def _read(self, stream: str | tuple[str, ...], count: int, block_ms: int | None = None) -> list[tuple[str, str, str]]:
@@ -235,6 +274,7 @@ class Worker:
                     self.redis.xack(stream, GROUP, entry_id)
                 else:
                     self._held.insert(0, (stream, entry_id, fields["job"]))
+                    self._retaken.add(entry_id)
 
     def _heartbeat(self) -> None:
         self._beat_at = time.monotonic()
@@ -244,7 +284,9 @@ class Worker:
         pipe = self.redis.pipeline()
         pipe.hset(WORKERS, self.name, json_text.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                                                   "agents": agents, "seen": time.time(),
-                                                  "rounds": self.rounds_done, "threads": thread_pools()}))
+                                                  "rounds": self.rounds_done, "threads": thread_pools(),
+                                                  "prepared": not (self.looking.due() or
+                                                                   self._masks_kept < self._masks_wanted)}))
         for field_name, value in self._cpu.items():
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
@@ -290,19 +332,24 @@ class Worker:
         todo: dict[tuple[str, str], list[tuple[RoundJob, RoundRequest]]] = {}   # (agent, kind) -> rounds
         done = [(stream, entry_id) for stream, entry_id, _ in entries]
         jobs: list[tuple[str, RoundJob]] = []
+        retaken: list[RoundJob] = []
         for stream, entry_id, raw in entries:
             try:
                 jobs.append((stream, RoundJob.from_json(raw)))
             except (ValueError, TypeError) as error:
                 log.warning("unreadable job %s: %s", entry_id, error)
-        pipe = self.redis.pipeline(transaction=False)     # which are answered already: one round trip for all
-        for _, job in jobs:
-            if job.reply:
-                pipe.exists(RESULT.format(job.job_id))
-        answered = iter(pipe.execute() if len(pipe) else [])
+                continue
+            if entry_id in self._retaken and jobs[-1][1].reply:
+                retaken.append(jobs[-1][1])
+        # which taken-over jobs are answered already (one round trip for all; a job read new never is)
+        pipe = self.redis.pipeline(transaction=False)
+        for job in retaken:
+            pipe.exists(RESULT.format(job.job_id))
+        answered = {job.job_id for job, found in zip(retaken, pipe.execute() if retaken else []) if found}
+        self._retaken.difference_update(entry_id for _, entry_id in done)
         finished: list[tuple[RoundJob, dict]] = []        # results not yet written (Worker._publish)
         for stream, job in jobs:
-            if (job.reply and next(answered)) or (job.deadline and time.time() > job.deadline):
+            if job.job_id in answered or (job.deadline and time.time() > job.deadline):
                 continue          # nobody waits for it any more (a stale preparation), or it is answered already
             try:
                 predictor = self._predictor(job.agent)
@@ -327,9 +374,9 @@ class Worker:
             kind = "explain" if stream == SLOW else "ask_explained" if job.for_every_image or job.for_the_secret \
                 else "ask"
             todo.setdefault((job.agent, kind), []).append((job, request))
-        self._publish(finished)                           # refusals at once, before any answering
+        self._publish(finished, acks=() if todo else done)   # refusals at once, before any answering
         # plain questions batch apart from rounds with explanations: they need the secret's answer only
-        for (agent, kind), pairs in todo.items():
+        for i, ((agent, kind), pairs) in enumerate(todo.items()):
             started, finished = time.thread_time(), []
             results = self.predictors[agent].predict([request for _, request in pairs])
             for (job, _), result in zip(pairs, results):
@@ -348,34 +395,35 @@ class Worker:
                 if "error" not in payload:              # a warm-up or any answered round: this agent is warm here
                     self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
-            self._publish(finished)
+            self._publish(finished, acks=done if i == len(todo) - 1 else ())
             self._account(kind, len(pairs), time.thread_time() - started)
-        pipe = self.redis.pipeline()
-        for stream, entry_id in done:
-            pipe.xack(stream, GROUP, entry_id)
-        pipe.execute()
 
-    def _publish(self, finished: list[tuple[RoundJob, dict]]) -> None:
-        """Writes each job's one result (the first writer wins) and wakes the web process waiting for it: two
-        round trips for a whole batch (a GPU batch of many rounds must not pay two per round)."""
+    def _publish(self, finished: list[tuple[RoundJob, dict]], acks: list[tuple[str, str]] = ()) -> None:
+        """Writes each job's one result (the first writer wins), wakes the web process waiting for it, and
+        acknowledges the stream entries `acks`: one round trip for a whole batch (PUBLISH_RESULTS; a GPU
+        batch of many rounds must not pay one per round, and a round trip costs ~0.15 ms of CPU each side)."""
         finished = [(job, payload) for job, payload in finished if job.reply]
-        if not finished:
-            return
-        ttls = [max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
-                for job, _ in finished]
         pipe = self.redis.pipeline(transaction=False)
-        for (job, payload), ttl in zip(finished, ttls):
-            pipe.set(RESULT.format(job.job_id), json_text.dumps({**payload, "worker": self.name}),
-                     nx=True, ex=ttl)
-        written = pipe.execute()
-        pipe = self.redis.pipeline()
-        for (job, _), ttl, first in zip(finished, ttls, written):
+        if finished:
+            keys, args = [], []
+            for job, payload in finished:
+                ttl = max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
+                keys += [RESULT.format(job.job_id), REPLY.format(job.job_id)]
+                args += [json_text.dumps({**payload, "worker": self.name}), ttl]
+            pipe.eval(PUBLISH_RESULTS, len(keys), *keys, *args)     # EVAL, not a Script: its pipeline adds a round trip
+        self._acknowledge(pipe, acks)
+        if not len(pipe):
+            return
+        replies = pipe.execute()
+        for (job, _), first in zip(finished, replies[0] if finished else []):
             if not first:
                 log.info("job %s was answered already; this computation is dropped", job.job_id)
-                continue
-            pipe.lpush(REPLY.format(job.job_id), "1")
-            pipe.expire(REPLY.format(job.job_id), ttl)
-        pipe.execute()
+
+    @staticmethod
+    def _acknowledge(pipe, acks: list[tuple[str, str]]):
+        for stream, entry_id in acks:
+            pipe.xack(stream, GROUP, entry_id)
+        return pipe
 
 
 # --- `exag worker` (its arguments: server/commands.py) ---------------------------------------------

@@ -43,6 +43,7 @@ LADDER = (10, 25, 50, 100, 200)
 HEALTHY_WITHIN_S = 600          # a first start may build the game world
 STOP_WITHIN_S = 30              # after SIGTERM, before the process group is killed
 PLAYERS_PER_BOT_PROCESS = 250  # one load process holds this many players well below a core (200: a fifth)
+PREPARED_WITHIN_S = 300         # how long a step waits for the workers' idle preparation (wait_prepared)
 PAUSE_BETWEEN_STEPS_S = 5.0     # the server settles (late replies, closed connections) before the next step
 
 
@@ -159,6 +160,75 @@ def cpu_ms_per_reply(before: dict[str, float], after: dict[str, float], replies:
     per_reply["total"] = sum(v for v in per_reply.values() if v is not None) if replies else None
     per_reply["threads"] = {kind: int(after.get(f"{kind}:threads", 0)) for kind in KINDS}
     return per_reply
+
+
+def redis_counts(data_dir: Path) -> dict[str, dict]:
+    """What the server's Redis holds so far of two counts: each command's calls (INFO commandstats, e.g.
+    {"xreadgroup": 812}) and the workers' CPU by kind of job (server/worker.py CPU_STATS)."""
+    import redis
+
+    from server.worker import CPU_STATS
+
+    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    try:
+        return {"calls": {name.removeprefix("cmdstat_"): int(stats["calls"])
+                          for name, stats in client.info("commandstats").items()},
+                "worker_jobs": read_stats(client, CPU_STATS)}
+    except redis.RedisError:
+        return {"calls": {}, "worker_jobs": {}}
+    finally:
+        client.close()
+
+
+def read_stats(client, key: str) -> dict[str, float]:
+    return {k.decode() if isinstance(k, bytes) else k: float(v) for k, v in client.hgetall(key).items()}
+
+
+def per_kind(after: dict[str, float], before: dict[str, float]) -> dict[str, dict]:
+    """{"<kind>:n": ..., "<kind>:cpu_ms": ...} differences -> {kind: {"n", "cpu_ms", "ms_per"}}."""
+    kinds: dict[str, dict] = {}
+    for field, value in after.items():
+        kind, _, measure = field.rpartition(":")
+        kinds.setdefault(kind, {})[measure] = value - before.get(field, 0.0)
+    return {kind: {**v, "ms_per": v.get("cpu_ms", 0.0) / v["n"] if v.get("n") else None}
+            for kind, v in sorted(kinds.items()) if v.get("n")}
+
+
+def worker_jobs(before: dict[str, float], after: dict[str, float]) -> dict[str, dict]:
+    """Per kind of worker job over a step: rounds, CPU ms a round, rounds a batch."""
+    return {kind: {"rounds": int(v["n"]), "cpu_ms_per_round": v["ms_per"],
+                   "rounds_per_batch": v["n"] / v["batches"] if v.get("batches") else None}
+            for kind, v in per_kind(after, before).items()}
+
+
+def redis_calls_per_reply(before: dict[str, int], after: dict[str, int], replies: int) -> dict[str, float]:
+    """Redis commands per reply over a step, the most frequent first, with their sum as "total"."""
+    calls = {name: (n - before.get(name, 0)) / replies for name, n in after.items() if replies and n > before.get(name, 0)}
+    ranked = dict(sorted(calls.items(), key=lambda item: -item[1]))
+    return {"total": sum(ranked.values()), **ranked} if ranked else {}
+
+
+def wait_prepared(data_dir: Path, within_s: float = PREPARED_WITHIN_S) -> float:
+    """Waits until every worker has done its idle preparation (server/pool_look.py: looked at the pool's images or
+    loaded what another stored; decoded the true masks), which a first start does for ~30 s of CPU: measured
+    inside a step, it is CPU of no reply. Returns the seconds waited."""
+    import redis
+
+    from server.rounds import WORKERS
+
+    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < within_s:
+            workers = [json.loads(w) for w in client.hgetall(WORKERS).values()]
+            if workers and all(w.get("prepared", True) for w in workers):
+                break
+            time.sleep(1.0)
+        else:
+            print(f"  the workers were still preparing after {within_s:.0f} s; measuring anyway", flush=True)
+    finally:
+        client.close()
+    return time.monotonic() - started
 
 
 def published_threads(data_dir: Path) -> list[dict]:
@@ -283,10 +353,13 @@ def run(args: argparse.Namespace) -> dict:
                     print(f"  worker thread pools: {sorted({json.dumps(t | {'pid': 0}) for t in threads})}", flush=True)
                     if args.warmup:
                         results.setdefault("warmup_s", []).append(warm_up(server.url))
+                    waited = wait_prepared(work / "data")
+                    results.setdefault("prepared_after_s", []).append(waited)
+                    print(f"  workers prepared (pool looked at, masks decoded) after {waited:.1f} s more", flush=True)
                 elif i:
                     time.sleep(PAUSE_BETWEEN_STEPS_S)
                 log_before = server.log_path.stat().st_size
-                cpu_before = server.cpu_by_kind()
+                cpu_before, counts_before = server.cpu_by_kind(), redis_counts(work / "data")
                 bots = args.bot_processes or max(1, min(8, players // PLAYERS_PER_BOT_PROCESS))
                 report = run_load_processes(server.url, players, args.duration, bots, mix=mix,
                                             arms=DEMO_CONTROLLED_ARMS, server_pids=[server.process.pid],
@@ -294,10 +367,19 @@ def run(args: argparse.Namespace) -> dict:
                 report["workers"] = workers if workers is not None else os.cpu_count()
                 report["cpu_ms_per_reply"] = cpu_ms_per_reply(cpu_before, server.cpu_by_kind(),
                                                               report["messages"]["answered"])
+                counts = redis_counts(work / "data")
+                report["redis_calls_per_reply"] = redis_calls_per_reply(counts_before["calls"], counts["calls"],
+                                                                        report["messages"]["answered"])
+                report["worker_jobs"] = worker_jobs(counts_before["worker_jobs"], counts["worker_jobs"])
                 # the server's log under load: it must stay flat (issue 29 saw 100 KB/min of retries)
                 report["server_log_bytes"] = server.log_path.stat().st_size - log_before
                 report["server_log_tail"] = server.tail(40) if report["server_log_bytes"] else ""
                 print(format_load(report), flush=True)
+                print("  redis commands per reply: " + ", ".join(
+                    f"{name} {n:.1f}" for name, n in list(report["redis_calls_per_reply"].items())[:8]), flush=True)
+                print("  worker jobs: " + ", ".join(
+                    f"{kind} {j['rounds']} rounds at {j['cpu_ms_per_round']:.1f} ms CPU, {j['rounds_per_batch']:.1f} a batch"
+                    for kind, j in report["worker_jobs"].items()), flush=True)
                 print(f"  server log grew {report['server_log_bytes'] / 1024:.1f} KB", flush=True)
                 results["steps"].append(report)
                 results["rows"].append(row(report))

@@ -34,7 +34,7 @@ from pathlib import Path
 import redis
 
 from experiments.benchmark import write_report
-from experiments.benchmark.capacity import REPO, Server, _interrupt, machine, row, warm_up
+from experiments.benchmark.capacity import REPO, Server, _interrupt, machine, per_kind, read_stats, row, warm_up
 from experiments.simulate.bot import DEMO_CONTROLLED_ARMS, LOAD_TIMEOUT_S, format_load, run_load
 
 WEB_STATS = "exag:cpu:web"
@@ -44,20 +44,6 @@ WEB_FLUSH_S = 1.5            # the web process flushes at most once a second
 BUDGET_MS = {"all": 10.0, "web_light": 3.0, "worker_plain": 6.0}
 LIGHT_EVENTS = ("join", "rate", "guess", "next_game")
 WORK_OF = {"ask": ("ask", "ask_explained"), "explain": ("explain",)}    # the worker jobs a message causes
-
-
-def read_stats(client: redis.Redis, key: str) -> dict[str, float]:
-    return {k.decode() if isinstance(k, bytes) else k: float(v) for k, v in client.hgetall(key).items()}
-
-
-def per_kind(after: dict[str, float], before: dict[str, float]) -> dict[str, dict]:
-    """{"<kind>:n": ..., "<kind>:cpu_ms": ...} differences -> {kind: {"n", "cpu_ms", "ms_per"}}."""
-    kinds: dict[str, dict] = {}
-    for field, value in after.items():
-        kind, _, measure = field.rpartition(":")
-        kinds.setdefault(kind, {})[measure] = value - before.get(field, 0.0)
-    return {kind: {**v, "ms_per": v.get("cpu_ms", 0.0) / v["n"] if v.get("n") else None}
-            for kind, v in sorted(kinds.items()) if v.get("n")}
 
 
 def classify(process: dict) -> str:
