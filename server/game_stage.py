@@ -66,8 +66,7 @@ class GameStage(Participation):
 
     def ask(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who) as held:
-            participant = self._participant(who, GAME, "ask")
-            state, record = self._game(participant, payload["game_id"])
+            participant, (state, record) = self._participant_and_game(who, GAME, "ask", payload["game_id"])
             question = payload["question"]
             rules.ask(state, question, "")          # refuse out-of-turn or bad questions before any work
             text = question.strip()
@@ -82,12 +81,12 @@ class GameStage(Participation):
             participant["last_seen"] = time.time()
             self.store.commit(participant=participant, game=(state, record), new_round=shown["view"],
                               events=[self._event_for(state, record, event)], release=(held,))
-        return self.view(*who)
+        return self.view(*who, state.game_id)
 
     def explain(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who) as held:
-            participant = self._participant(who, GAME, "get explanations")
-            state, record = self._game(participant, payload["game_id"])
+            participant, (state, record) = self._participant_and_game(who, GAME, "get explanations",
+                                                                      payload["game_id"])
             rules.buy_explanations(state)          # refuses before any work
             result, shown, _ = self._answer(state, record, state.rounds[-1].question, state.settings.for_every_image,
                                             for_the_secret(state.settings, record["nle"]), slow=True)
@@ -97,7 +96,7 @@ class GameStage(Participation):
             self.store.commit(participant=participant, game=(state, record),
                               set_round=(len(state.rounds) - 1, shown["view"]),
                               events=[self._event_for(state, record, event)], release=(held,))
-        return self.view(*who)
+        return self.view(*who, state.game_id)
 
     def rate(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who) as held:

@@ -60,7 +60,8 @@ class Participation:
 
     def _participant_and_game(self, who: tuple[str, str], stage: str, doing: str,
                               game_id: str) -> tuple[dict, tuple[GameState, dict]]:
-        """`_participant` then `_game`, read in one round trip: the same checks in the same order."""
+        """The participant (in `stage`, else refused: "cannot {doing} now") and their current game, read in one
+        round trip."""
         participant, found = self.store.participant_and_game(*who, game_id)
         if participant is None:
             raise PlayError("join the study first")
@@ -71,14 +72,6 @@ class Participation:
         if found is None:
             raise PlayError("unknown game")
         return participant, found
-
-    def _game(self, participant: dict, game_id: str) -> tuple[GameState, dict]:
-        if game_id != participant.get("current_game"):
-            raise PlayError("that is not your current game")
-        found = self.store.game(game_id)
-        if found is None:
-            raise PlayError("unknown game")
-        return found
 
     def _worker(self, agent: str) -> AgentHandle:
         """A study's agent ("" = the server's), as the rounds name it."""
