@@ -63,6 +63,26 @@ class BatchSettings:
 
 
 GPU_BATCH = BatchSettings(max_batch_rounds=64, max_wait_ms=10.0)     # BatchSettings.for_device on a GPU
+RATE_SMOOTHING = 0.2       # weight of the latest batch in a worker's rate of questions (ArrivalRate)
+
+
+class ArrivalRate:
+    """How many questions a second a worker takes from the fast stream lately: from the time between its
+    batches, per round, smoothed over the last several batches."""
+
+    def __init__(self) -> None:
+        self._last: float | None = None       # when the last batch was read
+        self._gap: float | None = None        # seconds between questions, smoothed
+
+    def add(self, rounds: int) -> None:
+        now = time.monotonic()
+        if self._last is not None:
+            gap = (now - self._last) / max(rounds, 1)
+            self._gap = gap if self._gap is None else (1 - RATE_SMOOTHING) * self._gap + RATE_SMOOTHING * gap
+        self._last = now
+
+    def per_second(self) -> float:
+        return 0.0 if not self._gap else 1.0 / self._gap
 
 
 @dataclass

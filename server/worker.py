@@ -38,13 +38,15 @@ from pathlib import Path
 
 import redis
 from game.pool import GamePool
+from vqa_agent.memory import keep_freed_memory
 from vqa_agent.threads import pin_threads, thread_pools
 
 from . import json_text
-from .inference import BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
+from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
-from .rounds import (FAST, GROUP, REPLY, RESULT, RESULT_MARGIN_S, SLOW, STREAMS, WORKERS, RoundJob,
+from .worker_results import publish
+from .rounds import (FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob,
                      ensure_groups, warmup_job)
 
 log = logging.getLogger(__name__)
@@ -53,7 +55,6 @@ CLAIM_EVERY_S = 1.0        # how often a worker looks for such jobs
 MAX_DELIVERIES = 3         # a job that was taken this often (it kills workers?) is answered with an error
 HEARTBEAT_S = 5.0          # how often a worker refreshes what it published in WORKERS
 POLL_S = 0.001             # how often a batch's first round looks for others to join it
-RATE_SMOOTHING = 0.2       # weight of the latest batch in a worker's rate of questions (whether a batch waits for more)
 WAITED_S = 0.002           # a blocking read that took longer waited for its job (the stream was empty)
 IDLE_BLOCK_MS = 200        # how long an idle worker blocks on the streams before it looks around again
 FEATURE_CACHE = None       # images whose features a worker keeps; None: the whole pool (0.25 MB an image, the
@@ -64,20 +65,6 @@ SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, ho
 CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
                            # explanations (controlled arms), explanations bought at will, a game's preparation
-# each job's result, written only when none is there yet (a job computed twice is answered once), and its reply,
-# which wakes the web process waiting for it; both expire. KEYS: result, reply per job; ARGV: payload, ttl per job
-PUBLISH_RESULTS = """
-local written = {}
-for i = 1, #KEYS, 2 do
-    local first = redis.call('SET', KEYS[i], ARGV[i], 'NX', 'EX', ARGV[i + 1])
-    if first then
-        redis.call('LPUSH', KEYS[i + 1], '1')
-        redis.call('EXPIRE', KEYS[i + 1], ARGV[i + 1])
-    end
-    written[#written + 1] = first and 1 or 0
-end
-return written
-"""
 AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
 
 
@@ -112,30 +99,12 @@ def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
     return options
 
 
-class ArrivalRate:
-    """How many questions a second a worker takes from the fast stream lately: from the time between its
-    batches, per round, smoothed over the last several batches."""
-
-    def __init__(self) -> None:
-        self._last: float | None = None       # when the last batch was read
-        self._gap: float | None = None        # seconds between questions, smoothed
-
-    def add(self, rounds: int) -> None:
-        now = time.monotonic()
-        if self._last is not None:
-            gap = (now - self._last) / max(rounds, 1)
-            self._gap = gap if self._gap is None else (1 - RATE_SMOOTHING) * self._gap + RATE_SMOOTHING * gap
-        self._last = now
-
-    def per_second(self) -> float:
-        return 0.0 if not self._gap else 1.0 / self._gap
-
-
 class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         from vqa_agent.loading import load_agent   # a checkpoint, or a transformers model (hf:PATH)
         started = time.perf_counter()
         self.config = config
+        keep_freed_memory()        # a round's tensors reuse freed pages instead of faulting them in (vqa_agent/memory.py)
         if config.threads:
             pin_threads(config.threads, load_torch=True)   # torch's pools, BLAS and OpenMP under numpy, scipy, torch
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
@@ -399,31 +368,7 @@ class Worker:
             self._account(kind, len(pairs), time.thread_time() - started)
 
     def _publish(self, finished: list[tuple[RoundJob, dict]], acks: list[tuple[str, str]] = ()) -> None:
-        """Writes each job's one result (the first writer wins), wakes the web process waiting for it, and
-        acknowledges the stream entries `acks`: one round trip for a whole batch (PUBLISH_RESULTS; a GPU
-        batch of many rounds must not pay one per round, and a round trip costs ~0.15 ms of CPU each side)."""
-        finished = [(job, payload) for job, payload in finished if job.reply]
-        pipe = self.redis.pipeline(transaction=False)
-        if finished:
-            keys, args = [], []
-            for job, payload in finished:
-                ttl = max(int((job.deadline or time.time()) - time.time()) + RESULT_MARGIN_S, RESULT_MARGIN_S)
-                keys += [RESULT.format(job.job_id), REPLY.format(job.job_id)]
-                args += [json_text.dumps({**payload, "worker": self.name}), ttl]
-            pipe.eval(PUBLISH_RESULTS, len(keys), *keys, *args)     # EVAL, not a Script: its pipeline adds a round trip
-        self._acknowledge(pipe, acks)
-        if not len(pipe):
-            return
-        replies = pipe.execute()
-        for (job, _), first in zip(finished, replies[0] if finished else []):
-            if not first:
-                log.info("job %s was answered already; this computation is dropped", job.job_id)
-
-    @staticmethod
-    def _acknowledge(pipe, acks: list[tuple[str, str]]):
-        for stream, entry_id in acks:
-            pipe.xack(stream, GROUP, entry_id)
-        return pipe
+        publish(self.redis, self.name, finished, acks)
 
 
 # --- `exag worker` (its arguments: server/commands.py) ---------------------------------------------

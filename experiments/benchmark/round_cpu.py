@@ -10,6 +10,7 @@ the pool.
 
     python -m experiments.benchmark.round_cpu                         # default agent, 60 rounds of each kind
     python -m experiments.benchmark.round_cpu --agent strong --rounds 30 --out /tmp/round_cpu.json
+    python -m experiments.benchmark.round_cpu --rounds 20 --profile 40  # and where each kind's time goes
 
 Kinds: a plain question about a 20-image at-will game and a 5-image controlled one; a controlled round of
 the "both" arm (attention and RelQA on each of 5 images); an at-will round with explanations bought
@@ -19,6 +20,8 @@ round <= 6 ms, a bought one <= 40 ms, a batch of 8 rounds < 8 x one round, worke
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -44,6 +47,9 @@ RSS_BUDGET_MB = 600
 def measure(args: argparse.Namespace) -> dict:
     import torch
 
+    from vqa_agent.memory import keep_freed_memory
+
+    keep_freed_memory()              # as a worker does (server/worker.py)
     torch.set_num_threads(1)
     from server.inference import Predictor, RoundRequest
     from game.pool import GamePool
@@ -102,7 +108,14 @@ def measure(args: argparse.Namespace) -> dict:
         pool.scene(i)
     for kind in KINDS:
         cpu_per_round([rounds(kind, 1) for _ in range(3)])                       # first calls: lazy loads
+        profile = cProfile.Profile() if args.profile else None
+        if profile is not None:
+            profile.enable()
         alone = cpu_per_round([rounds(kind, 1) for _ in range(args.rounds)])
+        if profile is not None:
+            profile.disable()
+            print(f"--- where a round of '{kind}' alone spends its time (cProfile, cumulative):", flush=True)
+            pstats.Stats(profile, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
         batched = cpu_per_round([rounds(kind, 8) for _ in range(max(1, args.rounds // 8))])
         results[kind] = {"alone_ms": alone, "batch_of_8_ms_per_round": batched, "budget_ms": BUDGET_MS.get(kind)}
         print(f"  {kind:42s} alone {alone:6.2f} ms   in a batch of 8 {batched:6.2f} ms a round", flush=True)
@@ -133,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", type=Path, default=None, help="default: data/world when built, else data/game-world")
     parser.add_argument("--rounds", type=int, default=60, help="rounds of each kind (alone; batches: rounds / 8)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N functions where each kind of round spends most (cProfile, cumulative)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "round_cpu.json")
     args = parser.parse_args(argv)
     if args.rounds < 1:
