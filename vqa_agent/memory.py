@@ -5,6 +5,8 @@ A round's attention allocates tensors of several MB per reasoning step, so where
 virtual machine: issue 45's 2-core CI machine) the worker spent more time faulting than computing:
 
     tanh over a [50, 300, 128] float tensor, one thread: 16.8 ms with glibc's defaults, 7.4 ms with them kept
+    rounds with explanations in batches of 8 (`experiments.benchmark.round_cpu`, A/B twice, back to back):
+    'both' arm 83 / 70 -> 62 / 61 ms of CPU a round, bought explanations 85 / 77 -> 70 / 73 ms; alone: no change
 
 An inference worker calls `keep_freed_memory()` at its start; its RSS stays at its peak working set (tens of
 MB above the model and the pool's features) instead of breathing. Elsewhere than glibc it does nothing.
