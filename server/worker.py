@@ -176,6 +176,10 @@ class Worker:
                 self._handle([slow])
                 return
             self._slow_due = now + SLOW_SHARE_S
+        if self._held:     # a job read with a question waits its turn: only questions are read meanwhile
+            fast = self._read(FAST, self.config.batch.max_batch_rounds)
+            self._handle(self._more_fast(fast, queued=False) if fast else [self._next_slow()])
+            return
         # one read of every stream (a round trip costs ~0.15 ms of CPU on each side: issue 45), which returns at
         # once when any holds a job, and blocks only when there is no idle work to do
         asked = time.monotonic()
@@ -231,6 +235,8 @@ class Worker:
         for stream in STREAMS:
             entries = self.redis.xautoclaim(stream, GROUP, self.name, CLAIM_AFTER_MS, count=16)[1]   # Redis 6.2 and 7
             for entry_id, fields in entries:
+                if any(held[1] == entry_id for held in self._held):   # its own, read with a question: waiting here
+                    continue
                 if not fields:                       # trimmed away meanwhile
                     self.redis.xack(stream, GROUP, entry_id)
                     continue

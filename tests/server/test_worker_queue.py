@@ -22,8 +22,8 @@ from socket_player import socket_client, started
 from server import browser
 from server.app import create_app
 from server.inference import BatchSettings
-from server.rounds import FAST, GROUP, PREPARE, RESULT, TAKEN, WORKERS, RoundJob, RoundQueue, RoundTimeout
-from server.worker import CPU_STATS, Worker, WorkerConfig
+from server.rounds import FAST, GROUP, PREPARE, RESULT, SLOW, TAKEN, WORKERS, RoundJob, RoundQueue, RoundTimeout
+from server.worker import CLAIM_AFTER_MS, CPU_STATS, Worker, WorkerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 ALL = ["attention", "objscene", "relqa", "introspect"]
@@ -286,6 +286,36 @@ def test_a_slow_job_gets_its_share_while_questions_keep_coming(web_only, tiny_ag
         assert answered < len(questions)
         while sum(redis.exists(RESULT.format(j.job_id)) for j in questions) < len(questions):
             worker._step()
+    finally:
+        worker.close()
+
+
+def test_a_busy_worker_holds_at_most_one_job_of_each_other_stream(web_only, tiny_agent_dir, agent_world,
+                                                                   tiny_nle_dir, tmp_path):
+    """A worker reads every stream in one call, and a bought explanation or a preparation read with a question
+    waits in the worker for its turn. It once read one of each with every question, so under a crowd the jobs
+    it held grew without end, went past CLAIM_AFTER_MS and were "taken over" by the worker holding them
+    (hundreds of log lines a minute, and their deliveries counted towards the error). While it holds one,
+    it reads only questions; and it never takes over its own."""
+    services = web_only.extensions["exag"]
+    queue, redis = services.agents.queue, services.store.redis
+    for i in range(6):
+        queue.post(job(services, for_the_secret=["objscene"], deadline=time.time() + 60), slow=True)
+        queue.prepare(RoundJob("prepare", [i, i + 1], reply=False))
+    worker = idle_worker(services, tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path / "data")
+    try:
+        for _ in range(30):                  # a question arrives before every step, as under a crowd
+            queue.post(job(services, deadline=time.time() + 60))
+            worker._step()
+            assert len(worker._held) <= 2
+        pending = redis.xpending_range(SLOW, GROUP, min="-", max="+", count=100)
+        assert len(pending) <= 1
+        worker._claimed_at = 0.0
+        for entry in worker._held:           # what it holds, idle past the claim's age: not taken over by itself
+            redis.xclaim(entry[0], GROUP, worker.name, 0, [entry[1]], idle=CLAIM_AFTER_MS + 1000)
+        held = list(worker._held)
+        worker._claim()
+        assert worker._held == held and not worker._retaken
     finally:
         worker.close()
 
