@@ -290,6 +290,36 @@ def test_a_slow_job_gets_its_share_while_questions_keep_coming(web_only, tiny_ag
         worker.close()
 
 
+def test_a_lone_question_does_not_wait_for_others_and_a_stream_of_them_does(web_only, tiny_agent_dir, agent_world,
+                                                                           tiny_nle_dir, tmp_path):
+    """A batch's first round waits up to max_wait_ms for others only when the worker's recent rate of questions
+    makes one likely within the wait (server/inference.py ArrivalRate): at a few questions a second the wait
+    gathered nothing, added its length to every answer and cost polls."""
+    services = web_only.extensions["exag"]
+    queue, redis = services.agents.queue, services.store.redis
+    worker = Worker(WorkerConfig(services.redis.url, agent_world, tmp_path / "data", str(tiny_agent_dir),
+                                 explainer_options={"relqa": {"min_bank": 50}, "nle": {"model": str(tiny_nle_dir)}},
+                                 batch=BatchSettings(8, 1500.0), feature_cache=64, warm_pool=False))
+    try:
+        lone = job(services, deadline=time.time() + 60)
+        queue.post(lone)
+        started = time.monotonic()
+        worker._step()
+        assert redis.exists(RESULT.format(lone.job_id)) and time.monotonic() - started < 1.0   # not 1.5 s
+        for _ in range(3):                   # questions every ~0.1 s: another is likely within 1.5 s
+            time.sleep(0.1)
+            queue.post(job(services, deadline=time.time() + 60))
+            worker._step()
+        assert worker._arrivals.per_second() * 1.5 >= 1
+        first, second = (job(services, deadline=time.time() + 60) for _ in range(2))
+        queue.post(first)
+        threading.Timer(0.3, queue.post, [second]).start()     # arrives while the first waits
+        worker._step()
+        assert redis.exists(RESULT.format(first.job_id)) and redis.exists(RESULT.format(second.job_id))
+    finally:
+        worker.close()
+
+
 def test_a_busy_worker_holds_at_most_one_job_of_each_other_stream(web_only, tiny_agent_dir, agent_world,
                                                                    tiny_nle_dir, tmp_path):
     """A worker reads every stream in one call, and a bought explanation or a preparation read with a question
