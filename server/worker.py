@@ -10,8 +10,10 @@ Any number of workers, on any machine that reaches the Redis and has the world a
 share the streams through one consumer group. Questions (the fast stream) are read before explanations
 bought at will (the slow stream), except that a waiting slow job is taken at least once every SLOW_SHARE_S
 (it is never starved behind a crowd's questions); a worker takes one slow job at a time, so a burst of them
-delays a question by at most one. A new game's image preparation (the prepare stream) runs only when both
-are empty, and is dropped once it is stale. A worker that dies leaves its jobs pending; another claims
+delays a question by at most one. A new game's image preparation (the prepare stream) runs only when no
+question waits (or in a slow job's turn), and is dropped once it is stale. A worker that holds nothing reads
+every stream in one call; a slow job or a preparation read along with a question waits in the worker for its
+turn, and meanwhile only questions are read. A worker that dies leaves its jobs pending; another claims
 them after CLAIM_AFTER_MS. The result key is written with SET NX, so a job computed twice (a claim racing
 a slow worker) is still answered once.
 
@@ -45,9 +47,8 @@ from . import json_text
 from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
+from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob, ensure_groups, warmup_job
 from .worker_results import publish
-from .rounds import (FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob,
-                     ensure_groups, warmup_job)
 
 log = logging.getLogger(__name__)
 CLAIM_AFTER_MS = 5000      # a job pending this long with a consumer is taken over (its worker is presumed dead)
@@ -207,9 +208,9 @@ class Worker:
         """The rounds queued behind the first (`queued`: there may be some), up to max_batch_rounds; then,
         LitServe-style, the first waits up to max_wait_ms for others, but only when this worker's recent rate
         of questions makes one more likely to come within the wait: at a few questions a second the wait
-        gathered nothing, and its polls cost two workers 16% more CPU per reply than one (issue 45). Polled every millisecond without blocking:
-        Redis ends a blocked read's timeout only at its clock's tick (10 a second by default), so a 4 ms
-        blocking read took ~30 ms, and a lone question ~100 ms through Redis."""
+        gathered nothing, and its polls cost two workers 16% more CPU per reply than one (issue 45). Polled
+        every millisecond without blocking: Redis ends a blocked read's timeout only at its clock's tick (10 a
+        second by default), so a 4 ms blocking read took ~30 ms, and a lone question ~100 ms through Redis."""
         limit, wait_s = self.config.batch.max_batch_rounds, self.config.batch.max_wait_ms / 1000
         deadline = time.monotonic() + wait_s
         if queued and len(batch) < limit:
