@@ -197,7 +197,11 @@ class Worker:
             self._decode_masks()
 
     def _idle_work(self) -> bool:
-        return bool(self._held) or self.looking.due() or self._masks_kept < self._masks_wanted
+        return bool(self._held) or self._preparing()
+
+    def _preparing(self) -> bool:
+        """Whether idle preparation is left: the pool to look at, true masks to decode."""
+        return self.looking.due() or self._masks_kept < self._masks_wanted
 
     def _next_slow(self) -> tuple[str, str, str] | None:
         """A claimed or held job first, then the slow stream's next."""
@@ -246,7 +250,7 @@ class Worker:
                 log.warning("worker %s took over job %s (delivery %d)", self.name, entry_id, deliveries)
                 if deliveries > MAX_DELIVERIES:
                     job = RoundJob.from_json(fields["job"])
-                    self._publish([(job, {"error": "this round could not be answered; please ask again"})])
+                    publish(self.redis, self.name, [(job, {"error": "this round could not be answered; please ask again"})])
                     self.redis.xack(stream, GROUP, entry_id)
                 else:
                     self._held.insert(0, (stream, entry_id, fields["job"]))
@@ -261,8 +265,7 @@ class Worker:
         pipe.hset(WORKERS, self.name, json_text.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                                                   "agents": agents, "seen": time.time(),
                                                   "rounds": self.rounds_done, "threads": thread_pools(),
-                                                  "prepared": not (self.looking.due() or
-                                                                   self._masks_kept < self._masks_wanted)}))
+                                                  "prepared": not self._preparing()}))
         for field_name, value in self._cpu.items():
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
@@ -323,7 +326,7 @@ class Worker:
             pipe.exists(RESULT.format(job.job_id))
         answered = {job.job_id for job, found in zip(retaken, pipe.execute() if retaken else []) if found}
         self._retaken.difference_update(entry_id for _, entry_id in done)
-        finished: list[tuple[RoundJob, dict]] = []        # results not yet written (Worker._publish)
+        finished: list[tuple[RoundJob, dict]] = []        # results not yet written (worker_results.publish)
         for stream, job in jobs:
             if job.job_id in answered or (job.deadline and time.time() > job.deadline):
                 continue          # nobody waits for it any more (a stale preparation), or it is answered already
@@ -350,7 +353,7 @@ class Worker:
             kind = "explain" if stream == SLOW else "ask_explained" if job.for_every_image or job.for_the_secret \
                 else "ask"
             todo.setdefault((job.agent, kind), []).append((job, request))
-        self._publish(finished, acks=() if todo else done)   # refusals at once, before any answering
+        publish(self.redis, self.name, finished, () if todo else done)   # refusals at once, before any answering
         # plain questions batch apart from rounds with explanations: they need the secret's answer only
         for i, ((agent, kind), pairs) in enumerate(todo.items()):
             started, finished = time.thread_time(), []
@@ -371,11 +374,8 @@ class Worker:
                 if "error" not in payload:              # a warm-up or any answered round: this agent is warm here
                     self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
-            self._publish(finished, acks=done if i == len(todo) - 1 else ())
+            publish(self.redis, self.name, finished, done if i == len(todo) - 1 else ())
             self._account(kind, len(pairs), time.thread_time() - started)
-
-    def _publish(self, finished: list[tuple[RoundJob, dict]], acks: list[tuple[str, str]] = ()) -> None:
-        publish(self.redis, self.name, finished, acks)
 
 
 # --- `exag worker` (its arguments: server/commands.py) ---------------------------------------------

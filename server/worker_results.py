@@ -45,16 +45,11 @@ def publish(client: redis.Redis, worker: str, finished: list[tuple[RoundJob, dic
             keys += [RESULT.format(job.job_id), REPLY.format(job.job_id)]
             args += [json_text.dumps({**payload, "worker": worker}), ttl]
         pipe.eval(PUBLISH_RESULTS, len(keys), *keys, *args)     # EVAL, not a Script: its pipeline adds a round trip
-    acknowledge(pipe, acks)
+    for stream, entry_id in acks:
+        pipe.xack(stream, GROUP, entry_id)
     if not len(pipe):
         return
     replies = pipe.execute()
     for (job, _), first in zip(finished, replies[0] if finished else []):
         if not first:
             log.info("job %s was answered already; this computation is dropped", job.job_id)
-
-
-def acknowledge(pipe, acks: list[tuple[str, str]]):
-    for stream, entry_id in acks:
-        pipe.xack(stream, GROUP, entry_id)
-    return pipe

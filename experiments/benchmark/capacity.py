@@ -162,6 +162,13 @@ def cpu_ms_per_reply(before: dict[str, float], after: dict[str, float], replies:
     return per_reply
 
 
+def server_redis(data_dir: Path):
+    """A client of the private Redis of an `exag serve --data-dir DATA_DIR` (its unix socket)."""
+    import redis
+
+    return redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+
+
 def redis_counts(data_dir: Path) -> dict[str, dict]:
     """What the server's Redis holds so far of two counts: each command's calls (INFO commandstats, e.g.
     {"xreadgroup": 812}) and the workers' CPU by kind of job (server/worker.py CPU_STATS)."""
@@ -169,7 +176,7 @@ def redis_counts(data_dir: Path) -> dict[str, dict]:
 
     from server.worker import CPU_STATS
 
-    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    client = server_redis(data_dir)
     try:
         return {"calls": {name.removeprefix("cmdstat_"): int(stats["calls"])
                           for name, stats in client.info("commandstats").items()},
@@ -212,11 +219,9 @@ def wait_prepared(data_dir: Path, within_s: float = PREPARED_WITHIN_S) -> float:
     """Waits until every worker has done its idle preparation (server/pool_look.py: looked at the pool's images or
     loaded what another stored; decoded the true masks), which a first start does for ~30 s of CPU: measured
     inside a step, it is CPU of no reply. Returns the seconds waited."""
-    import redis
-
     from server.rounds import WORKERS
 
-    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    client = server_redis(data_dir)
     started = time.monotonic()
     try:
         while time.monotonic() - started < within_s:
@@ -237,7 +242,7 @@ def published_threads(data_dir: Path) -> list[dict]:
 
     from server.rounds import WORKERS
 
-    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"), decode_responses=True)
+    client = server_redis(data_dir)
     try:
         return [{"pid": w["pid"], **w.get("threads", {})} for w in map(json.loads, client.hgetall(WORKERS).values())]
     except redis.RedisError:
