@@ -68,6 +68,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser, live_report: LiveReport
                              "docs/protocol.md)")
     parser.add_argument("--event-burst", type=_above_zero(int), default=ServerConfig.event_burst, metavar="N",
                         help=f"messages a connection may send at once (default {ServerConfig.event_burst})")
+    parser.add_argument("--max-players", type=_above_zero(int), default=None, metavar="N",
+                        help="active participants admitted at once; more are refused at the door with a page that "
+                             "says when to come back (default: estimated from the workers' measured CPU per player, "
+                             "docs/operations.md \"Admission\")")
+    parser.add_argument("--max-queue-age-s", type=_above_zero(float), default=ServerConfig.max_queue_age_s,
+                        metavar="S", help="new joins are refused while a question has waited this long for a worker "
+                                          f"(default {ServerConfig.max_queue_age_s:g})")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="inference worker processes started on this machine (default: one per core; 0: none, "
                              "workers run elsewhere on the same Redis)")
@@ -108,6 +115,7 @@ def serve_command(args: argparse.Namespace, live_report: LiveReport | None = Non
                           admin_token=args.admin_token or "", worker_device=args.device,
                           max_connections_per_address=args.max_connections_per_address,
                           max_events_per_second=args.max_events_per_second, event_burst=args.event_burst,
+                          max_players=args.max_players, max_queue_age_s=args.max_queue_age_s,
                           explainer_options=args.explainer_options, web_processes=1 if args.dev else args.web_processes,
                           **({"studies_dir": args.studies} if args.studies else {}))
 

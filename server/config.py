@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .admission import AdmissionSettings
 from .inference import BatchSettings   # torch-free: its explainers and torch load with a Predictor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +59,9 @@ class ServerConfig:
     inprocess_workers: int = 0         # workers run as threads of create_app's process (tests); `exag serve` starts processes
     worker_device: str = "auto"        # in-process workers' torch device
     round_timeout_s: float = 30.0      # a round no worker answered by then fails with a message to the player
+    # admission control (server/admission.py): new participants are refused at the door when the server is full
+    max_players: int | None = None     # active participants admitted; None: estimated from the workers' measured CPU
+    max_queue_age_s: float = AdmissionSettings.max_queue_age_s   # a question waiting this long for a worker: full
     embeddings_wait_s: float = 900.0   # how long create_app waits for a worker to store the pool's embeddings
 
     def __post_init__(self) -> None:
@@ -69,6 +73,10 @@ class ServerConfig:
             self.secret_key = os.environ.get("EXAG_SECRET_KEY") or secrets.token_hex(32)
         if self.redis_url is None:
             self.redis_url = os.environ.get("REDIS_URL") or None
+
+    @property
+    def admission(self) -> AdmissionSettings:
+        return AdmissionSettings(max_players=self.max_players, max_queue_age_s=self.max_queue_age_s)
 
     @property
     def batch(self) -> BatchSettings:

@@ -15,6 +15,7 @@ from game.settings import GameSettings, settings_named
 from game.state import GameState
 from game.study import StudyConfig, explainers_of
 
+from .admission import Admission
 from .agents import AgentHandle, Agents, AgentUnavailable
 from .config import ServerConfig
 from .store import Store
@@ -35,6 +36,7 @@ class Participation:
 
     def __init__(self, store: Store, pool: GamePool, agents: Agents, config: ServerConfig) -> None:
         self.store, self.pool, self.agents, self.config = store, pool, agents, config
+        self.admission = Admission(store.redis, config.admission)     # who may join when the server is busy
         self._rng = np.random.default_rng()      # real studies (no seed): one unpredictable generator for all
         self._rng_lock = threading.Lock()
 

@@ -25,8 +25,11 @@ play (/healthz), without loading anything itself.
 """
 from __future__ import annotations
 
+import math
 import secrets
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 
 import redis
@@ -40,6 +43,7 @@ STREAMS = (FAST, SLOW, PREPARE)
 GROUP = "exag-workers"             # the consumer group every worker reads with
 RESULT = "exag:round:result:{}"    # the one result of a job (SET NX)
 REPLY = "exag:round:reply:{}"      # the waiting web process BLPOPs this
+WORKER_CPU = "exag:cpu:worker"     # the workers' CPU by kind of job (server/worker.py; admission reads it)
 WORKERS = "exag:workers"           # worker id -> JSON {host, pid, agents: {name: {unavailable, warm}}, seen, threads}
 STREAM_MAX_LEN = 100_000           # approximate cap of each stream (acknowledged jobs are trimmed away)
 RESULT_MARGIN_S = 60               # a result outlives its job's deadline by this much, then expires
@@ -76,6 +80,13 @@ class AgentFailed(RoundError):
 
 NO_WORKER = ("the game's agent did not answer in time (no inference worker took the question); please ask "
              "again in a moment, or tell the researcher if this keeps happening")
+BUSY = "the game's agent is very busy and could not answer in time; please ask again in a moment"
+BUSY_NOTICE = "the server is busy: your answer is on its way, please wait a little longer"
+BUSY_NOTICE_S = 3.0        # a player waiting this long is told the answer is coming (the page waits on)
+BUSY_WAIT_MAX_S = 120.0    # a round waits at most this long while a worker is alive (admission keeps it far off)
+# The handler's way to tell its player that a round waits on a busy server (events.py sets it for every
+# event it handles; None elsewhere): called once, from the waiting thread, with BUSY_NOTICE.
+waiting_notice: ContextVar[Callable[[str], None] | None] = ContextVar("waiting_notice", default=None)
 
 
 @dataclass
@@ -123,11 +134,16 @@ class RoundQueue:
     def submit(self, job: RoundJob, slow: bool = False, timeout_s: float | None = None) -> dict:
         """The job's result (a dict, see server/respond.py `finish_round`); RoundError with the worker's
         message when the round was refused (AgentFailed when its agent failed), RoundTimeout when no worker
-        answered in time. Returns or raises within `timeout_s` (default: the queue's) plus one Redis round
-        trip, whatever Redis does meanwhile."""
-        job.deadline = time.time() + (timeout_s or self.timeout_s)
+        answered. A busy server answers late but never fails a player for load: past `timeout_s` (default: the
+        queue's) the wait goes on while a worker is alive, up to BUSY_WAIT_MAX_S, and after BUSY_NOTICE_S the
+        handler's `waiting_notice` (if it set one) tells the player the answer is coming. NO_WORKER is the
+        answer only when no worker is alive. Returns or raises by then plus one Redis round trip, whatever
+        Redis does meanwhile."""
+        started = time.time()
+        give_up_alone = started + (timeout_s or self.timeout_s)    # no live worker by then: NO_WORKER
+        job.deadline = max(give_up_alone, started + BUSY_WAIT_MAX_S)
         self.post(job, slow)
-        reply = self._wait_for_reply(job)
+        reply = self._wait_for_reply(job, started, give_up_alone)
         key = RESULT.format(job.job_id)
         try:
             pipe = self.redis.pipeline()
@@ -138,7 +154,9 @@ class RoundQueue:
         except redis.RedisError as error:
             raise RoundTimeout("the game's store did not answer in time; please ask again") from error
         if raw is None or raw == TAKEN:
-            raise RoundTimeout(NO_WORKER if reply is None else "this round's answer was lost; please ask again")
+            if reply is not None:
+                raise RoundTimeout("this round's answer was lost; please ask again")
+            raise RoundTimeout(BUSY if self.published() else NO_WORKER)
         result = json_text.loads(raw)
         if "agent_failed" in result:
             raise AgentFailed(result["error"], result["agent_failed"])
@@ -146,15 +164,23 @@ class RoundQueue:
             raise RoundError(result["error"])
         return result
 
-    def _wait_for_reply(self, job: RoundJob):
-        """BLPOP of the job's reply until its deadline, in slices: a blocking read longer than the client's
-        socket timeout, or a connection lost under load, must end in a clear answer, not a stuck handler."""
+    def _wait_for_reply(self, job: RoundJob, started: float, give_up_alone: float):
+        """BLPOP of the job's reply until its deadline (or, with no live worker, `give_up_alone`), in slices: a
+        blocking read longer than the client's socket timeout, or a connection lost under load, must end in a
+        clear answer, not a stuck handler."""
+        notice = waiting_notice.get()
         while True:
-            left = job.deadline - time.time()
-            if left <= 0:
+            now = time.time()
+            if now >= job.deadline or (now >= give_up_alone and not self.published()):
                 return None
+            if notice is not None and now - started >= BUSY_NOTICE_S:
+                notice(BUSY_NOTICE)
+                notice = None
+            until = min(job.deadline, give_up_alone if now < give_up_alone else now + REPLY_SLICE_S,
+                        started + BUSY_NOTICE_S if notice is not None else job.deadline)
             try:
-                reply = self.redis.blpop([REPLY.format(job.job_id)], timeout=max(1, min(REPLY_SLICE_S, int(left))))
+                reply = self.redis.blpop([REPLY.format(job.job_id)],
+                                         timeout=max(1, min(REPLY_SLICE_S, math.ceil(until - now))))
             except (redis.TimeoutError, redis.ConnectionError):
                 time.sleep(0.05)         # Redis is slow or reconnecting: look again until the deadline
                 continue

@@ -34,6 +34,7 @@ from game.state import GameState
 from game.study import StudyConfig
 
 from . import json_text
+from .admission import record_active
 from .locks import LOCK_TIMEOUT_S, LOCK_WAIT_S, Held, Locks   # noqa: F401 - LOCK_*: also read from here
 from .slots import record_seen
 
@@ -281,6 +282,7 @@ class Store:
                 pipe.set(key, _json(participant))
                 pipe.sadd(f"exag:participants:{participant['study']}", participant["pid"])
                 record_seen(pipe, participant)      # their slot of the assignment is held (server/slots.py)
+                record_active(pipe, participant)    # they count for admission (server/admission.py)
             if game is not None:
                 state, record = game
                 pipe.set(f"exag:game:{state.game_id}", _json({"state": state, "record": record}))   # as state.to_dict()

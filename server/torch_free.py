@@ -15,7 +15,7 @@ WEB_MODULES = (
     "server.commands", "experiments.analyze", "experiments.benchmark", "experiments.benchmark.commands",
     "experiments.preregister", "experiments.simulate", "experiments.simulate.commands",
     # server/: the web app, the transport, and the supervision of this machine's workers
-    "server", "server.admin", "server.agents", "server.app", "server.browser", "server.check_stages",
+    "server", "server.admin", "server.admission", "server.agents", "server.app", "server.browser", "server.check_stages",
     "server.completion", "server.config", "server.embedded_redis", "server.events", "server.game_stage",
     "server.inference", "server.json_text", "server.locks", "server.participation", "server.play", "server.processes",
     "server.rating_task", "server.release", "server.rounds", "server.routes", "server.schemas", "server.serve",

@@ -118,7 +118,10 @@ function render() {
 const socket = io({transports: ["websocket", "polling"], tryAllTransports: true});
 
 socket.on("connect", () => {
+  everConnected = true;
   banner.hidden = true;
+  banner.classList.remove("blocked");
+  banner.textContent = "Connection lost, reconnecting…";
   socket.emit("join", joinPayload());
 });
 socket.on("disconnect", (reason) => {
@@ -129,7 +132,26 @@ socket.on("disconnect", (reason) => {
 socket.on("connect_error", () => {
   banner.hidden = false;
   socket.io.opts.transports = ["polling", "websocket"];   // a blocked WebSocket: fall back to the classic upgrade
+  failedConnects += 1;
+  if (!everConnected && failedConnects === BLOCKED_AFTER_FAILURES) explainBlockedConnection();
 });
+
+// A page that never connected over either transport while the server answers plain HTTP: the WebSocket is
+// blocked on the way (a proxy, an antivirus web shield, a company network), and a server with several web
+// processes takes no long-polling (docs/deploy.md). Saying "reconnecting" forever would not help anyone.
+let everConnected = false;
+let failedConnects = 0;
+const BLOCKED_AFTER_FAILURES = 3;
+const BLOCKED_MESSAGE = "Your browser or network blocks the live connection this game needs (a WebSocket). " +
+  "Try another browser, switch off a VPN, proxy or antivirus web protection for this page, or use another network. " +
+  "This page keeps trying.";
+function explainBlockedConnection() {
+  fetch("/healthz", {cache: "no-store"}).then((response) => {
+    if (everConnected || response.status >= 500 && response.status !== 503) return;   // the server itself is down
+    banner.textContent = BLOCKED_MESSAGE;
+    banner.classList.add("blocked");
+  }).catch(() => {});   // no HTTP either: the server is away, "reconnecting" is true
+}
 // The server sends the state as JSON text (see docs/protocol.md: cheaper than Socket.IO's object walk).
 socket.on("state", (data) => {
   const state = typeof data === "string" ? JSON.parse(data) : data;
@@ -151,6 +173,14 @@ socket.on("notice", (notice) => {
   if (!notice || typeof notice.message !== "string") return;
   showAlert(notice.message);
   noticeShown = true;
+  if (ctx.ui.busy) {       // the server says the answer is coming: wait for it rather than call it lost
+    clearTimeout(busyTimer);
+    busyTimer = setTimeout(() => {
+      ctx.ui.busy = null;
+      showAlert("The server did not answer. Please try again.");
+      render();
+    }, ANSWER_TIMEOUT_MS);
+  }
 });
 // The answer to `history`: an earlier round's explanations, kept by the game view.
 socket.on("round", (data) => {
@@ -171,13 +201,27 @@ socket.on("error", (error) => {
   // study): nothing to play, so the message is the whole page, once (not also in #alert)
   if (!current && error && error.event === "join") {
     hideAlert();
-    stage.dataset.stage = "refused";
-    stage.replaceChildren(refusedPage(message));
+    stage.dataset.stage = error.full ? "full" : "refused";
+    stage.replaceChildren(error.full ? fullPage(message) : refusedPage(message));
+    if (error.full) setTimeout(() => { if (!current && socket.connected) socket.emit("join", joinPayload()); }, FULL_RETRY_MS);
     return;
   }
   showAlert(message);
   render();
 });
+
+// The server is full (too many people play at once): nothing is lost, the page asks again every minute, and
+// a Prolific participant who cannot wait is told how to give their place back without penalty.
+const FULL_RETRY_MS = 60000;
+function fullPage(message) {
+  const fromProlific = new URLSearchParams(window.location.search).has("PROLIFIC_PID");
+  return h("section", {class: "page refused full", role: "alert"},
+    h("h1", {text: "The study is full right now"}),
+    h("p", {id: "refused-message", class: "refused-message", text: message.charAt(0).toUpperCase() + message.slice(1) + "."}),
+    h("p", {class: "hint", text: fromProlific
+      ? "If you cannot wait, return the study on Prolific (\"Return submission\"): your place goes to someone else and it does not count against you."
+      : "If you cannot wait, close this page; your link stays valid."}));
+}
 
 function refusedPage(message) {
   return h("section", {class: "page refused", role: "alert"},
