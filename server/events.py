@@ -34,9 +34,11 @@ from socketio import packet as sio_packet
 from game.rules import RuleError
 
 from . import browser, json_text
+from .admission import ServerFull
 from .config import ServerConfig
 from .play import ANOTHER_BROWSER, Play, PlayError
 from .release import EvictingQueue, binding_room, room_of
+from .rounds import waiting_notice
 from .schemas import SCHEMAS, SchemaError, validate
 from .store import MAX_CONNECTIONS, Store, StoredJSON
 from .throttle import Throttle
@@ -182,10 +184,10 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
         except Exception:   # noting a refusal must never break the answer
             log.exception("could not note a %s", kind)
 
-    def refuse(event: str, message: str, payload_kind: str) -> None:
+    def refuse(event: str, message: str, payload_kind: str, **details) -> None:
         diagnose("refused", request.remote_addr or "", request.sid, event=event, message=message,
                  payload_kind=payload_kind)
-        emit("error", {"event": event, "message": message})
+        emit("error", {"event": event, "message": message, **details})
 
     @socketio.on("connect")
     def connect(auth=None):
@@ -230,9 +232,14 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
     def make_handler(event: str):
         def handle(payload=None):
             started = time.thread_time()
+            # a round that waits on busy workers tells this player its answer is coming (server/rounds.py)
+            sid = request.sid
+            notice = waiting_notice.set(lambda message: socketio.emit("notice", {"event": event, "message": message},
+                                                                      to=sid))
             try:
                 answer(payload)
             finally:
+                waiting_notice.reset(notice)
                 cpu.add(event, time.thread_time() - started)
 
         def answer(payload) -> None:
@@ -273,6 +280,8 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                     return
                 view = getattr(play, event)(who, data)
                 emit("state", as_text(view), to=room_of(who))
+            except ServerFull as error:     # a new participant turned away for load: the page says when to come back
+                refuse(event, str(error), "full", full={"retry_after_s": error.retry_after_s})
             except (SchemaError, PlayError, RuleError) as error:
                 refuse(event, str(error), type(payload).__name__)
             except LockError:

@@ -76,7 +76,9 @@ def healthz():
     ok = redis_ok and agents[""] == "ready"
     return jsonify({"ok": ok, "redis": redis_ok, "agent": agent_name(s.config.agent), "world": str(s.config.world),
                     "pool": str(s.config.pool) if s.config.pool else None, "agents": agents,
-                    "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable}), 200 if ok else 503
+                    "explainers": sorted(s.worker.explainers), "unavailable": s.worker.unavailable,
+                    # new participants are refused at the door while it is full (server/admission.py)
+                    "admission": s.play.admission.status() if redis_ok else None}), 200 if ok else 503
 
 
 # --- the explainer table -----------------------------------------------------------------------------
