@@ -38,7 +38,7 @@ COUNTS = "exag:admission"         # refused:<study> (joins turned away), refused
 # players in their explanation blocks, at-will players buying explanations in a third of rounds, a question
 # every 3 s), measured on the 2-core reference machine (docs/results.md, issue 51). Used until the server has
 # seen MIN_PLAYERS_MEASURED players for MEASURE_WINDOW_S; a real crowd asks less often and so costs less.
-DEFAULT_CPU_MS_PER_PLAYER_S = 9.0
+DEFAULT_CPU_MS_PER_PLAYER_S = 5.0
 MIN_PLAYERS_MEASURED = 10         # fewer active players measure mostly noise
 MEASURE_WINDOW_S = 30.0           # the workers' CPU per player is averaged over about this long
 LOOK_EVERY_S = 1.0                # a web process reads the measures at most this often
@@ -65,6 +65,18 @@ out[#KEYS + 1] = now[1] .. '.' .. string.format('%06d', now[2])
 return out
 """
 NO_ESTIMATE = 10**9               # the capacity when no live worker gives a budget to estimate it from
+# KEYS: ACTIVE, COUNTS; ARGV: capacity, whether a question waits too long (1/0), the activity cutoff, now, the
+# newcomer's member, their study. 1: admitted (and entered as active); 0: refused (and counted).
+ADMIT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+if ARGV[2] == '1' or redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  redis.call('HINCRBY', KEYS[2], 'refused:' .. ARGV[6], 1)
+  redis.call('HINCRBY', KEYS[2], 'refused', 1)
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[5])
+return 1
+"""
 SLOW_AGE_FACTOR = 3.0             # a bought explanation waits behind questions by design: it may wait this much longer
 
 
@@ -72,9 +84,13 @@ SLOW_AGE_FACTOR = 3.0             # a bought explanation waits behind questions 
 class AdmissionSettings:
     max_players: int | None = None       # active participants the server admits; None: estimated (see above)
     max_queue_age_s: float = 2.0         # a question waiting this long for a worker: the server is full now
-    active_window_s: float = 600.0       # a participant with no message for this long no longer counts as active
-    worker_share: float = 0.6            # of the cores the workers' threads may use: the rest is the web
-                                         # processes', Redis's and headroom for bursts (on one machine they share)
+    active_window_s: float = 180.0       # a participant with no message for this long no longer counts as active
+                                         # (they are never refused when they come back: they are in already)
+    # the share of the workers' cores their rounds' own CPU may fill: the rest is the workers' reading and
+    # writing, the web processes', Redis's, and room for bursts (on one machine they share the cores). 0.3 keeps
+    # the capacity benchmark's explanation-heavy mix at ask p95 <= 300 ms on the 2-core reference machine
+    # (docs/results.md, issue 51); a machine of workers alone can take more (AdmissionSettings(worker_share=...))
+    worker_share: float = 0.3
     retry_after_s: float = 300.0         # what the full page tells a refused participant (come back in ...)
 
     def __post_init__(self) -> None:
@@ -136,20 +152,22 @@ class Admission:
     def __init__(self, client: redis.Redis, settings: AdmissionSettings | None = None) -> None:
         self.redis, self.settings = client, settings or AdmissionSettings()
         self._oldest = client.register_script(OLDEST_WAITING)
+        self._admit = client.register_script(ADMIT)
         self._samples: list[tuple[float, float, int]] = []   # (time, the workers' CPU ms so far, active players)
         self._load: Load | None = None
         self._lock = threading.Lock()
 
-    def admit(self, study_id: str) -> None:
-        """Returns when a new participant of `study_id` may join; ServerFull (counted) when the server is full."""
+    def admit(self, study_id: str, pid: str) -> None:
+        """Enters a new participant as active and returns when the server has room for them; ServerFull (counted)
+        when it is full. The count and the entry are one atomic step: a crowd arriving at once, on any number of
+        web processes, is admitted up to the capacity and not past it."""
         load = self.load()
-        if not load.full(self.settings):
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hincrby(COUNTS, f"refused:{study_id}", 1)
-        pipe.hincrby(COUNTS, "refused", 1)
-        pipe.execute()
-        raise ServerFull(self.settings.retry_after_s)
+        admitted = self._admit(keys=[ACTIVE, COUNTS],
+                               args=[load.capacity, int(load.queue_age_s > self.settings.max_queue_age_s),
+                                     time.time() - self.settings.active_window_s, repr(time.time()),
+                                     active_member(study_id, pid), study_id])
+        if not admitted:
+            raise ServerFull(self.settings.retry_after_s)
 
     def status(self) -> dict:
         """The load as read last, whether it is full now, and the joins turned away for load so far

@@ -89,7 +89,7 @@ class Play(CheckStages):
                 return (study.study_id, pid), self.view(study.study_id, pid, participant.get("current_game")), message
             if status != "open":
                 raise PlayError("this study is closed")
-            self.admission.admit(study.study_id)     # ServerFull when the workers have no room for one more player
+            self.admission.admit(study.study_id, pid)    # ServerFull when the workers have no room for one more
             # the slot is dealt in one atomic step (server/slots.py): two arrivals never take the same one, and a
             # crowd arriving at once is dealt in arrival order; an arm named by the link takes no slot
             assigned = self._assign(study, status, payload.get("arm"), pid)

@@ -11,6 +11,11 @@ the table in docs/results.md. The server and everything it started are stopped a
     python -m experiments.benchmark.capacity --workers 2           # passed to `exag serve`
     python -m experiments.benchmark.capacity --workers 1,2 --ladder 100 --device cpu   # the ladder per worker count
     python -m experiments.benchmark.capacity --web-processes 4 --workers 4 --device cuda --ladder 1000
+    python -m experiments.benchmark.capacity --profile explanation-heavy --ladder 100,200   # issue 51's mix
+
+With admission control (server/admission.py) a full server refuses new participants at the door: the report
+gives the participants admitted and the joins refused at the door (a refused bot tries again after
+experiments/simulate/bot.py FULL_RETRY_S); errors and time-outs are those of admitted players.
 
 Beside the ladder it prints the CPU milliseconds per reply by process kind (web, worker, redis, other) and
 the most threads one process of each kind ran, so how the server scales with workers is one command.
@@ -45,6 +50,29 @@ STOP_WITHIN_S = 30              # after SIGTERM, before the process group is kil
 PLAYERS_PER_BOT_PROCESS = 250  # one load process holds this many players well below a core (200: a fifth)
 PREPARED_WITHIN_S = 300         # how long a step waits for the workers' idle preparation (wait_prepared)
 PAUSE_BETWEEN_STEPS_S = 5.0     # the server settles (late replies, closed connections) before the next step
+
+
+# The load profiles (`--profile`): which studies the bots play and in which arms. "explanation-heavy" is the mix
+# of issue 51: the controlled half in their explanation blocks with the 'both' arm (a study that starts with
+# explanations: order "baba"), the at-will half buying explanations in a third of rounds, as in "default".
+EXPLAINED_STUDY = {"study_id": "bench-explained", "title": "capacity benchmark: controlled, explanations first",
+                   "kind": "controlled", "arms": ["both"], "sessions": 4, "games_per_session": 5, "order": "baba",
+                   "choose_arm": True, "completion_code": "BENCH-DONE"}
+PROFILES = {"default": {"studies": {}, "arms": DEMO_CONTROLLED_ARMS},
+            "explanation-heavy": {"studies": {"controlled": EXPLAINED_STUDY["study_id"]}, "arms": ("both",)}}
+
+
+def studies_dir(work: Path, profile: str) -> Path | None:
+    """A studies directory for `exag serve --studies` with the repository's studies and the profile's own (None:
+    the profile plays the repository's)."""
+    if not PROFILES[profile]["studies"]:
+        return None
+    folder = work / "studies"
+    folder.mkdir(exist_ok=True)
+    for path in (REPO / "studies").glob("*.json"):
+        (folder / path.name).write_text(path.read_text())
+    (folder / f"{EXPLAINED_STUDY['study_id']}.json").write_text(json.dumps(EXPLAINED_STUDY, indent=2))
+    return folder
 
 
 def free_port() -> int:
@@ -262,6 +290,7 @@ def row(report: dict) -> dict:
             "other_p95_ms": max((s.get("p95") or 0.0 for e, s in report["events"].items() if e != "ask" and s.get("n")),
                                 default=None),
             "server_log_kb": report.get("server_log_bytes", 0) / 1024, "workers": report.get("workers"),
+            "admitted": report.get("participants"), "refused_at_door": report.get("refused_at_door", 0),
             "cpu_ms_per_reply": report.get("cpu_ms_per_reply", {})}
 
 
@@ -276,12 +305,14 @@ def table(rows: list[dict]) -> str:
         cpu = r.get("cpu_ms_per_reply") or {}
         return " / ".join("-" if cpu.get(k) is None else f"{cpu[k]:.1f}" for k in ("total", *KINDS))
 
-    lines = ["| workers | players | ask p50 | ask p95 | ask p99 | other events' worst p95 | errors / timeouts | "
+    lines = ["| workers | players | admitted / refused at the door | ask p50 | ask p95 | ask p99 | "
+             "other events' worst p95 | errors / timeouts | "
              "replies/s | server CPU | server RSS | CPU ms per reply: total / web / worker / redis / other | "
              "server log |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
-        lines.append(f"| {r.get('workers') or '-'} | {r['players']} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | "
+        lines.append(f"| {r.get('workers') or '-'} | {r['players']} | {r.get('admitted', '-')} / "
+                     f"{r.get('refused_at_door', 0)} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | "
                      f"{ms(r['ask_p99_ms'])} | {ms(r.get('other_p95_ms'))} | {r['errors']} / {r['timeouts']} | "
                      f"{r['replies_per_s']:.1f} | {num(r['server_cpu_percent'], '%')} | "
                      f"{num(r['server_rss_mb'], ' MB')} | {per_reply(r)} | {r.get('server_log_kb', 0):.0f} KB |")
@@ -315,8 +346,10 @@ def machine() -> dict:
             "python": platform.python_version(), "commit": commit}
 
 
-def serve_args(args: argparse.Namespace, workers: int | None = None) -> list[str]:
+def serve_args(args: argparse.Namespace, workers: int | None = None, studies: Path | None = None) -> list[str]:
     extra = ["--agent", args.agent] + (["--world", str(args.world)] if args.world else [])
+    if studies is not None:
+        extra += ["--studies", str(studies)]
     if workers is not None:
         extra += ["--workers", str(workers)]
     if args.device:
@@ -336,6 +369,7 @@ def run(args: argparse.Namespace) -> dict:
     worker_counts = [int(n) for n in args.workers.split(",")] if args.workers else [None]
     results = {"benchmark": "capacity", "command": " ".join(sys.argv), "machine": machine(),
                "ladder": ladder, "duration_s": args.duration, "mix": {"at-will": mix, "controlled": 1 - mix},
+               "profile": args.profile,
                "serve_args": serve_args(args, worker_counts[0]), "max_connections_per_address": max_connections,
                "steps": [], "rows": []}
     server = None
@@ -348,8 +382,9 @@ def run(args: argparse.Namespace) -> dict:
                         server.stop()
                     work = Path(tmp) / f"server-{i}"
                     work.mkdir()
-                    print(f"starting exag serve ({' '.join(serve_args(args, workers))}) ...", flush=True)
-                    server = Server(work, serve_args(args, workers), max_connections)
+                    studies = studies_dir(work, args.profile)
+                    print(f"starting exag serve ({' '.join(serve_args(args, workers, studies))}) ...", flush=True)
+                    server = Server(work, serve_args(args, workers, studies), max_connections)
                     results.setdefault("server_start_s", []).append(server.start_s)
                     results["serve_command"] = " ".join(server.command)
                     print(f"  healthy after {server.start_s:.1f} s at {server.url}", flush=True)
@@ -367,7 +402,8 @@ def run(args: argparse.Namespace) -> dict:
                 cpu_before, counts_before = server.cpu_by_kind(), redis_counts(work / "data")
                 bots = args.bot_processes or max(1, min(8, players // PLAYERS_PER_BOT_PROCESS))
                 report = run_load_processes(server.url, players, args.duration, bots, mix=mix,
-                                            arms=DEMO_CONTROLLED_ARMS, server_pids=[server.process.pid],
+                                            studies=PROFILES[args.profile]["studies"],
+                                            arms=PROFILES[args.profile]["arms"], server_pids=[server.process.pid],
                                             reply_timeout_s=args.timeout, seed=args.seed + i, progress=not args.quiet)
                 report["workers"] = workers if workers is not None else os.cpu_count()
                 report["cpu_ms_per_reply"] = cpu_ms_per_reply(cpu_before, server.cpu_by_kind(),
@@ -407,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ladder", default=",".join(map(str, LADDER)), help="player counts, comma-separated")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per step")
     parser.add_argument("--mix", default="at-will=0.5", help="share of at-will participants")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="default",
+                        help="default: the demo studies over every controlled arm; explanation-heavy: controlled "
+                             "players in their explanation blocks with the 'both' arm (issue 51's mix)")
     parser.add_argument("--timeout", type=float, default=LOAD_TIMEOUT_S, help="seconds without a reply = a timeout")
     parser.add_argument("--agent", default="default", help="passed to exag serve")
     parser.add_argument("--world", type=Path, default=None, help="passed to exag serve (default: its default world)")

@@ -115,7 +115,9 @@ function render() {
   previous = current;
 }
 
-const socket = io({transports: ["websocket", "polling"], tryAllTransports: true});
+// timeout: a connection attempt that hangs (a WebSocket held by a proxy) fails after 10 s, not Socket.IO's 20 s,
+// so a blocked browser is told why sooner; slower networks still connect on the next attempt
+const socket = io({transports: ["websocket", "polling"], tryAllTransports: true, timeout: 10000});
 
 socket.on("connect", () => {
   everConnected = true;
@@ -129,25 +131,24 @@ socket.on("disconnect", (reason) => {
   // as an error and is in the alert) and Socket.IO does not reconnect, so "reconnecting" would be untrue
   if (reason !== "io client disconnect" && reason !== "io server disconnect") banner.hidden = false;
 });
-socket.on("connect_error", () => {
+socket.on("connect_error", (error) => {
   banner.hidden = false;
   socket.io.opts.transports = ["polling", "websocket"];   // a blocked WebSocket: fall back to the classic upgrade
-  failedConnects += 1;
-  if (!everConnected && failedConnects === BLOCKED_AFTER_FAILURES) explainBlockedConnection();
+  // error.data: the server answered and refused the connection (its message says why); else no transport got through
+  if (!everConnected && !(error && error.data)) explainBlockedConnection();
 });
 
 // A page that never connected over either transport while the server answers plain HTTP: the WebSocket is
 // blocked on the way (a proxy, an antivirus web shield, a company network), and a server with several web
 // processes takes no long-polling (docs/deploy.md). Saying "reconnecting" forever would not help anyone.
 let everConnected = false;
-let failedConnects = 0;
-const BLOCKED_AFTER_FAILURES = 3;
 const BLOCKED_MESSAGE = "Your browser or network blocks the live connection this game needs (a WebSocket). " +
   "Try another browser, switch off a VPN, proxy or antivirus web protection for this page, or use another network. " +
   "This page keeps trying.";
 function explainBlockedConnection() {
   fetch("/healthz", {cache: "no-store"}).then((response) => {
-    if (everConnected || response.status >= 500 && response.status !== 503) return;   // the server itself is down
+    // 503: the server answers but no worker is ready yet; any other 5xx: a proxy whose server is down
+    if (everConnected || (response.status >= 500 && response.status !== 503)) return;
     banner.textContent = BLOCKED_MESSAGE;
     banner.classList.add("blocked");
   }).catch(() => {});   // no HTTP either: the server is away, "reconnecting" is true
