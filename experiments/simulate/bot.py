@@ -43,6 +43,11 @@ class BotTimeout(BotError):
 class BotRefused(BotError):
     """The server answered `error`."""
 
+    def __init__(self, message: str, error: dict | None = None) -> None:
+        super().__init__(message)
+        self.full = bool((error or {}).get("full"))    # a join refused at the door: the server is full
+
+
 
 def browser_cookie(url: str, study: str) -> str:
     """Opens the study page as a browser does, and returns the browser cookie it set (server/browser.py)."""
@@ -95,7 +100,7 @@ class Bot:
                 raise BotTimeout(f"no reply to {event} within {self.reply_timeout_s:g} s") from None
             if kind == "error":
                 self.errors.append(data)
-                raise BotRefused(f"{event} refused: {data['message']}")
+                raise BotRefused(f"{event} refused: {data['message']}", data)
             self.state = data
             self.last_reply_ms = (time.perf_counter() - sent) * 1000   # emit to state, without the pacing
             return data
@@ -167,6 +172,7 @@ def _percentiles(times: list[float]) -> dict:
 # two I/O threads each): the participants spend nearly all their time waiting, so threads cost little
 # CPU; the report gives the bot's own CPU so that a run on the server's machine can be judged.
 
+FULL_RETRY_S = 10.0              # a participant refused at the door (the server is full) tries again after this
 LOAD_TIMEOUT_S = 30.0            # no reply within this is a timeout (the participant then reconnects)
 DEMO_CONTROLLED_ARMS = ("none", "attention", "relqa", "both", "nle", "introspect")   # studies/demo-controlled.json
 SAMPLE_EVERY_S = 1.0             # server CPU / RSS sampling
@@ -208,6 +214,7 @@ class _Recorder:
         self.sent = 0
         self.games = 0
         self.participants = 0
+        self.refused_at_door = 0           # joins the server refused because it was full (server/admission.py)
 
     def send(self, bot: Bot, event: str, payload: dict) -> dict:
         with self.lock:
@@ -324,6 +331,11 @@ class _LoadParticipant(threading.Thread):
             self.recorder._count(self.recorder.timeouts, "join")
             return None
         except BotRefused as error:
+            if error.full:      # refused at the door, as a full server should: not an error; come back later
+                with self.recorder.lock:
+                    self.recorder.refused_at_door += 1
+                self.stop.wait(FULL_RETRY_S)
+                return None
             self.recorder._count(self.recorder.errors, "join", str(error))
             return None
         except Exception as error:        # refused or failed connection, or the study page failed
@@ -472,6 +484,7 @@ def run_load(url: str, players: int, duration_s: float, mix: float = 0.5, *,
             "timeouts": {"total": sum(recorder.timeouts.values()), "by_event": dict(recorder.timeouts)},
             "messages": {"sent": recorder.sent, "answered": answered, "per_second": answered / active},
             "games_finished": recorder.games, "participants": recorder.participants,
+            "refused_at_door": recorder.refused_at_door,
             "elapsed_s": elapsed, "stopped_cleanly": not any(p.is_alive() for p in slots),
             "bot": {"cpu_percent": 100.0 * (cpu.user + cpu.system - my_cpu.user - my_cpu.system) / elapsed,
                     "rss_mb": me.memory_info().rss / 2**20, "threads_at_peak": threads},
@@ -487,7 +500,9 @@ def format_load(report: dict) -> str:
     """The load test's report as a few lines for the terminal."""
     lines = [f"{report['players']} players for {report['duration_s']:g} s: {report['messages']['answered']} replies "
              f"({report['messages']['per_second']:.1f}/s), {report['games_finished']} games, "
-             f"{report['errors']['total']} errors, {report['timeouts']['total']} timeouts"]
+             f"{report['errors']['total']} errors, {report['timeouts']['total']} timeouts; "
+             f"{report['participants']} participants admitted, {report.get('refused_at_door', 0)} joins refused at the "
+             "door (server full)"]
     for event, s in report["events"].items():
         if s["n"]:
             lines.append(f"  {event:<13} n={s['n']:<6} p50 {s['p50']:8.0f} ms  p95 {s['p95']:8.0f} ms  "

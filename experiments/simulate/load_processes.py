@@ -58,6 +58,7 @@ def merge_loads(parts: list[dict]) -> dict:
         timeouts=timeouts,
         messages={key: sum(p["messages"][key] for p in parts) for key in ("sent", "answered", "per_second")},
         games_finished=sum(p["games_finished"] for p in parts), participants=sum(p["participants"] for p in parts),
+        refused_at_door=sum(p.get("refused_at_door", 0) for p in parts),
         elapsed_s=max(p["elapsed_s"] for p in parts), stopped_cleanly=all(p["stopped_cleanly"] for p in parts),
         bot={"cpu_percent": sum(p["bot"]["cpu_percent"] for p in parts), "rss_mb": sum(p["bot"]["rss_mb"] for p in parts),
              "threads_at_peak": sum(p["bot"]["threads_at_peak"] for p in parts), "processes": len(parts)})
