@@ -18,6 +18,7 @@ import pandas as pd
 from game.checks import CHECK_FLAGS
 from game.quality import PlayedGame, quality_flags
 from game.settings import RATINGS
+from game.study import is_test_participation
 
 FORMATS = ("csv", "jsonl", "parquet")
 RATING_SCORE = {r: len(RATINGS) - i for i, r in enumerate(RATINGS)}   # "Helping a lot" = 5 ... "Completely confusing" = 1
@@ -213,15 +214,16 @@ def _study_row(event: dict) -> dict:
             "preregistration_sha256": plan.get("sha256"), "looks": None}
 
 
-def outcome_looks(events: list[dict], where: str, now: float) -> list[dict]:
+def outcome_looks(events: Iterable[dict], where: str, now: float) -> list[dict]:
     """An `outcomes_looked` event for each pre-registered study in `events`, with how many of its participants had
-    finished: exporting a registered study's data is a look at its outcomes (the console and the live report show
-    none before the planned N), and the analysis lists every look, those before the planned N as deviations."""
+    finished (real ones: not test participations, game/study.py): exporting a registered study's data is a look at
+    its outcomes (the console and the live report show none before the planned N), and the analysis lists every
+    look, those before the planned N as deviations. `events` is read once (an iterator will do)."""
     registered, finished = {}, {}
     for e in events:
         if e.get("type") == "study_created" and (e.get("config") or {}).get("preregistration", {}).get("sha256"):
             registered[e["study"]] = e["config"]["preregistration"].get("planned_n")
-        elif e.get("type") == "finish":
+        elif e.get("type") == "finish" and not is_test_participation(e.get("participant")):
             finished[e.get("study")] = finished.get(e.get("study"), 0) + 1
     return [{"type": "outcomes_looked", "time": now, "study": study, "where": where, "finished": finished.get(study, 0),
              "planned_n": planned} for study, planned in registered.items()]

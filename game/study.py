@@ -31,6 +31,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from explainers import registry
 from vqa_agent.checkpoints import HF_CAPABILITIES, checkpoint_files, is_hf_agent
@@ -49,6 +50,23 @@ MODES = registry.BUILTIN_NAMES   # the built-in modes an arm can combine (and an
 NAMED_ARMS = {"none": (), "both": ("attention", "relqa")}          # the paper's names; others are "a+b"
 KINDS = ("controlled", "at-will")
 COMPLETION_CODES = ("static", "per_participant")
+# What a study's "settings" may override: GameSettings' fields but its name (the study's kind names it).
+SETTING_NAMES = tuple(f.name for f in fields(GameSettings) if f.name != "name")
+# A new study's id (`check_new_study`): it names the study in links (?study=ID), console URLs
+# (/admin/studies/ID/close) and file names, so it starts with a letter or digit ("." and ".." are path steps,
+# "-x" reads as a command-line option) and is not the console's own name.
+NEW_STUDY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+RESERVED_STUDY_IDS = ("admin",)
+# Where a study may send its participants back (redirect_url): https only, since the link carries their
+# completion code; plain http only to this machine (a lab's or a test's own page). Never javascript: or data:,
+# which the page would run or show as its own.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+# Participations that are no participant's: `exag bot`'s players (pid:bot-...), `exag simulate` run against a
+# server (pid:sim-...) and the researcher's own tries from their browser (a link with ?pid=test-...). They play
+# like anyone and the export keeps them, but they never count toward a pre-registered study's planned N: the
+# no-peeking gate (outcomes hidden until N have finished: the console, the live report, an export's look)
+# counts real participants only.
+TEST_PARTICIPATIONS = ("pid:bot-", "pid:sim-", "pid:test-")
 
 
 def arm_modes(arm: str) -> tuple[str, ...]:
@@ -147,6 +165,11 @@ class StudyConfig:
                              f"got {self.seed!r}")
         if not isinstance(self.settings, dict):
             raise ValueError("settings must be an object of GameSettings overrides")
+        unknown = sorted(str(name)[:40] for name in self.settings if name not in SETTING_NAMES)
+        if unknown:
+            named = ", ".join(map(repr, unknown[:5]))
+            raise ValueError(f"settings: unknown setting{'s' * (len(unknown) > 1)} {named}; the settings are "
+                             f"{', '.join(SETTING_NAMES)}")
         try:
             settings_named(self.kind, **self.settings)
         except TypeError as error:
@@ -200,6 +223,38 @@ def load_study(path: str | Path) -> StudyConfig:
         return StudyConfig.from_dict(data)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from error
+
+
+def check_new_study(study: StudyConfig) -> None:
+    """ValueError, one line, for a study that may not be created (the admin form, a new study file: server/
+    study_check.py): an id outside NEW_STUDY_ID or reserved, a redirect_url that is no https link. Rules made after
+    studies were first stored, so checked where a study is made, not by StudyConfig: one stored before them loads."""
+    if not NEW_STUDY_ID.fullmatch(study.study_id) or study.study_id.lower() in RESERVED_STUDY_IDS:
+        raise ValueError(f"study_id {study.study_id[:64]!r}: 1-64 letters, digits, '.', '_' or '-', starting with a "
+                         f"letter or digit, and not {' or '.join(RESERVED_STUDY_IDS)}")
+    check_link("redirect_url", study.redirect_url)
+
+
+def check_link(name: str, url: object) -> None:
+    """ValueError, one line, unless `url` is "" or a link participants may be sent to: https://HOST..., or
+    http:// to LOCAL_HOSTS."""
+    if url == "":
+        return
+    if not isinstance(url, str):
+        raise ValueError(f"{name} must be text (an https:// link), not {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:                        # a malformed host, such as "https://[::1"
+        parts, host = None, None
+    safe = not any(c.isspace() or not c.isprintable() for c in url)
+    if not (safe and host and (parts.scheme == "https" or (parts.scheme == "http" and host in LOCAL_HOSTS))):
+        raise ValueError(f"{name}: an https:// link (http:// only to {', '.join(LOCAL_HOSTS)}), not {url[:80]!r}")
+
+
+def is_test_participation(pid: object) -> bool:
+    """Whether a participant id is one of TEST_PARTICIPATIONS, which never count toward a planned N."""
+    return isinstance(pid, str) and pid.startswith(TEST_PARTICIPATIONS)
 
 
 def for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:

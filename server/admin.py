@@ -2,31 +2,32 @@
 live part admin_studies.html; frontend/console/ makes it update in place and answers its forms beside them),
 and beside it the routes it and researchers' scripts use: the monitor (JSON, or the live part as HTML),
 studies created, checked and opened or closed, participants found and released, rater links, the live
-report (whatever function `create_app` was given: the web app does not import the analysis) and exports.
+report (whatever function `create_app` was given: the web app does not import the analysis) and exports, both
+computed in child processes (server/reports.py), never in the players' web process.
 
 Every route answers a form post with the page (or a redirect to it), and a JSON request (a JSON body,
 `Accept: application/json` or `?format=json`) with JSON, refusals too (a wrong token, an unknown admin URL).
 A malformed request is refused with 400 and its reason, never a server error: `Refused` carries the reason
-and the status to whichever answer the request asked for.
+and the status to whichever answer the request asked for. A POST another site's page sent is refused (403) even
+with the admin cookie (`_same_site`).
 """
 from __future__ import annotations
 
 import hmac
-import io
 import json
-import tempfile
 import time
-import zipfile
 from collections import Counter
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, send_file
 
 from game import preregistration
 from game.checks import CHECK_FLAGS
-from game.export import FORMATS, outcome_looks, write_export
+from game.export import FORMATS
 from game.quality import PlayedGame, quality_flags
-from game.study import StudyConfig
+from game.study import StudyConfig, is_test_participation
 
+from . import reports
 from .participation import DONE, STAGES
 from .rating_task import RatingError
 from .release import bound_elsewhere, release
@@ -45,6 +46,7 @@ MAX_SEARCH_CHARS = 100
 # comparison, a constructor or a method (a list where a string is due), a number too large for a float, or
 # JSON nested too deeply to be read
 CONFIG_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
+WAIT_REFRESH_S = 5         # the live report's page while its first computation runs reloads itself this often
 EXAMPLE_STUDY = json.dumps({"study_id": "pilot-1", "kind": "controlled", "arms": ["none", "attention", "relqa", "both"],
                             "sessions": 4, "games_per_session": 5, "completion_code": "C0DE1234",
                             "redirect_url": "https://app.prolific.com/submissions/complete?cc=C0DE1234"}, indent=1)
@@ -74,11 +76,32 @@ def refused(error: Refused):
 
 
 def _admin() -> None:
+    _same_site()
     token = request.args.get("token") or request.headers.get("X-Admin-Token") or request.cookies.get("exag_admin") \
         or request.form.get("token", "")
     if not hmac.compare_digest(token.encode(), services().config.admin_token.encode()):
         raise Refused("the admin token is missing or wrong: send ?token=, the X-Admin-Token header or the page's "
                       "cookie", 403)
+
+
+def _same_site() -> None:
+    """Refuses (403) a POST that another site's page sent: the admin cookie rides along with any request the
+    browser makes, and SameSite=Strict alone stood between a foreign form and closing a study. Every browser
+    sends a POST's Origin ("null" where it hides it); without one, its Referer is read. A request with neither
+    is no browser's (a script holding the token, which needs no page) and passes. Hosts are compared without
+    their ports (a proxy's Host header may drop one)."""
+    if request.method != "POST":
+        return
+    sent = request.headers.get("Origin") or request.headers.get("Referer")
+    if sent is None:
+        return
+    try:
+        host = urlsplit(sent).hostname
+    except ValueError:        # a malformed address ("http://[x")
+        host = None
+    if host is None or host != urlsplit(f"//{request.host}").hostname:
+        raise Refused(f"refused: this request was sent by another site's page ({sent[:80]!r}); the console's "
+                      "forms work from its own page (/admin)", 403)
 
 
 def _sent() -> dict:
@@ -113,7 +136,8 @@ def _monitor() -> list[dict]:
     for study, status in s.store.studies():
         participants = s.store.participants(study.study_id)
         stats = s.store.stats(study.study_id)
-        arms, hidden = [], preregistration.outcomes_hidden(study, sum(p["stage"] == DONE for p in participants))
+        finished = sum(p["stage"] == DONE and not is_test_participation(p["pid"]) for p in participants)
+        arms, hidden = [], preregistration.outcomes_hidden(study, finished)
         for arm in study.arms:
             row = {"arm": arm, "participants": sum(p["arm"] == arm for p in participants),
                    "games": stats.get(f"{arm}:games", 0), "wins": stats.get(f"{arm}:wins", 0)}
@@ -182,7 +206,7 @@ def admin_monitor_html():
 def _checked_study(prove: bool = False) -> StudyConfig:
     """The study config sent (form field `config`: JSON text; or JSON {"config": text or object}), checked as
     study files are (server/study_check.py) and against the studies on the server; `prove`: its agent answers
-    a warm-up question too (creation, not the check as one types)."""
+    a warm-up question too (server/agents.py: once per agent and web process)."""
     config = _sent().get("config")
     try:
         if isinstance(config, str):
@@ -207,10 +231,11 @@ def _checked_study(prove: bool = False) -> StudyConfig:
 
 @admin.post("/admin/studies/check")
 def check_study_config():
-    """What creating the study would answer, without creating it: {"ok", "error", "warnings"}."""
+    """What creating the study would answer, without creating it: {"ok", "error", "warnings"}. Its agent is
+    proven as creation proves it (a warm-up question on a worker), so a broken one is refused here too."""
     _admin()
     try:
-        study = _checked_study()
+        study = _checked_study(prove=True)
     except Refused as error:
         if error.status == 400 and not isinstance(_sent().get("config"), (str, dict)):
             raise                                # no config sent at all: the request is malformed
@@ -298,7 +323,8 @@ def unknown_admin_url(unknown: str):
 @admin.get("/admin/report")
 def admin_report():
     """The analysis report (`exag analyze`'s report.html) of one study, built from the live event log by the
-    function `create_app` was given (`exag serve` gives experiments/analysis/live.py's); it reloads itself."""
+    function `create_app` was given (`exag serve` gives experiments/analysis/live.py's) in a child process; the
+    request is answered at once with the latest page (and a note when the log has grown since); it reloads itself."""
     _admin()
     study_id = request.args.get("study", "")
     if not ID.fullmatch(study_id) or services().store.study(study_id) is None:
@@ -306,7 +332,20 @@ def admin_report():
     live_report = services().live_report
     if live_report is None:
         return Response(render_template("no_live_report.html", study=study_id), mimetype="text/html")
-    return Response(live_report(list(services().store.events()), study_id), mimetype="text/html")
+    view = reports.live_view(services().store.redis, _redis_url(), live_report, study_id)   # at once, from Redis
+    if view["html"] is not None and view["fresh"]:
+        return Response(view["html"], mimetype="text/html")
+    note = render_template("live_report_note.html", view=view, ago=time.time() - view["computed"],
+                           refresh_s=WAIT_REFRESH_S)
+    if view["html"] is None:
+        return Response(render_template("live_report_wait.html", study=study_id, note=note, refresh_s=WAIT_REFRESH_S),
+                        mimetype="text/html")
+    head, body, rest = view["html"].partition("<body>")      # the latest page, with the note on top
+    return Response(head + body + note + rest if body else note + head, mimetype="text/html")
+
+
+def _redis_url() -> str:
+    return services().config.redis_url or services().redis.url
 
 
 @admin.post("/admin/raters")
@@ -331,13 +370,10 @@ def export_zip():
     fmt = request.args.get("format", "csv")
     if fmt not in FORMATS:
         raise Refused(f"format: one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
-    events = list(services().store.events())
-    for look in outcome_looks(events, "admin export", time.time()):
-        services().store.log(look)
-        events.append(look)
-    buffer = io.BytesIO()
-    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in write_export(events, tmp, fmt):
-            archive.write(path, path.name)
-    buffer.seek(0)
-    return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=f"exag-export-{fmt}.zip")
+    try:
+        path = reports.export_zip(_redis_url(), fmt)          # written by a child process; this one only waits
+    except RuntimeError as error:
+        raise Refused(f"No export: {error}", 500) from None
+    archive = path.open("rb")
+    path.unlink()                                     # the open file is sent whole, then nothing is left
+    return send_file(archive, mimetype="application/zip", as_attachment=True, download_name=f"exag-export-{fmt}.zip")

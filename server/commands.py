@@ -309,9 +309,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from game.export import outcome_looks, write_export
+    from game.export import write_export
 
     from .embedded_redis import EmbeddedRedis
+    from .reports import exported_events
     from .store import Store
 
     embedded = None
@@ -323,10 +324,7 @@ def export_command(args: argparse.Namespace) -> int:
         url = embedded.start().url
     try:
         store = Store.connect(url)
-        events = list(store.events())
-        for look in outcome_looks(events, "exag export", time.time()):
-            store.log(look)
-            events.append(look)
+        events = exported_events(store, "exag export")     # its looks at outcomes logged first, with stream ids
         written = write_export(events, args.out, args.format)
     finally:
         if embedded is not None:

@@ -18,7 +18,8 @@ from game import preregistration
 from game.image_sets import choose_image_set
 from game.pool import GamePool, check_pool
 from game.settings import settings_named
-from game.study import StudyConfig, check_agent_explainers, explainers_of, load_study, missing_checkpoint
+from game.study import (StudyConfig, check_agent_explainers, check_new_study, explainers_of, load_study,
+                        missing_checkpoint)
 from vqa_agent.checkpoints import is_shipped
 
 from .agents import Agents
@@ -40,7 +41,8 @@ MAX_TEXT_CHARS = 2_000     # a title, a completion code, a redirect URL
 
 def check_fields(study: StudyConfig) -> None:
     """What StudyConfig leaves to its users (JSON gives any type): its counts are whole numbers of a sane size
-    (every export format holds them), its switches true or false, its texts text."""
+    (every export format holds them), its switches true or false, its texts text; and what a new study must be
+    (game/study.py `check_new_study`: a safe id, an https redirect)."""
     for name in ("sessions", "games_per_session"):
         if type(getattr(study, name)) is not int:
             raise ValueError(f"{name} must be a whole number, not {getattr(study, name)!r}"[:200])
@@ -52,6 +54,7 @@ def check_fields(study: StudyConfig) -> None:
     for name in ("completion_code", "redirect_url", "title"):
         if not isinstance(getattr(study, name), str) or len(getattr(study, name)) > MAX_TEXT_CHARS:
             raise ValueError(f"{name} must be text of at most {MAX_TEXT_CHARS} characters")
+    check_new_study(study)
 
 
 def check_study(study: StudyConfig, pool: GamePool, agents: Agents, prove: bool = False) -> None:
@@ -114,6 +117,11 @@ def check_study_files(studies_dir: Path, store: Store, server_agent: str) -> lis
     for path in sorted(Path(studies_dir).glob("*.json")) if Path(studies_dir).is_dir() else []:
         study = load_study(path)
         found = store.study(study.study_id)
+        if found is None:
+            try:
+                check_new_study(study)
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from error
         why = found is None and study.agent and missing_checkpoint(study.agent)   # not in a gunicorn traceback
         if why:
             raise ValueError(f"{path}: the agent {study.agent!r} could not be loaded on this server: {why}"[:500])

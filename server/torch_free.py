@@ -18,8 +18,8 @@ WEB_MODULES = (
     "server", "server.admin", "server.admission", "server.agents", "server.app", "server.browser", "server.check_stages",
     "server.completion", "server.config", "server.embedded_redis", "server.events", "server.game_stage",
     "server.inference", "server.json_text", "server.locks", "server.participation", "server.play", "server.processes",
-    "server.rating_task", "server.release", "server.rounds", "server.routes", "server.schemas", "server.serve",
-    "server.slots", "server.store", "server.study_check", "server.throttle", "server.torch_free",
+    "server.rating_task", "server.release", "server.reports", "server.rounds", "server.routes", "server.schemas",
+    "server.serve", "server.slots", "server.store", "server.study_check", "server.throttle", "server.torch_free",
     # what they read below them: the game's rules and study logic, the explainers' names and scales, the
     # world (the pool's scenes and renders) and the agents' checkpoints (located, never loaded)
     "game", "game.assignment", "game.checks", "game.commands", "game.export", "game.image_pool", "game.image_sets",
@@ -36,7 +36,7 @@ WEB_MODULES = (
     "vqa_agent.world.build", "vqa_agent.world.clevr_io", "vqa_agent.world.explanations", "vqa_agent.world.facts",
     "vqa_agent.world.parser", "vqa_agent.world.programs", "vqa_agent.world.questions", "vqa_agent.world.render",
     "vqa_agent.world.scene", "vqa_agent.threads",
-    # the admin's live report, which `exag serve` hands to the app: loaded with the first report, it runs in
-    # the web process (the analysis it loads is torch-free too)
+    # the admin's live report, which `exag serve` hands to the app: it runs in a child of the web process
+    # (server/reports.py), which loads the analysis, torch-free too
     "experiments", "experiments.analysis.live",
 )

@@ -1,6 +1,7 @@
 """The live report: `exag analyze`'s report.html of one study, built from a running server's event log.
 `exag serve` hands `live_report` to the web app (server/app.py `create_app(config, live_report=...)`), whose
-admin page /admin/report serves it; the web app itself never imports the analysis.
+admin page /admin/report serves it; the web app itself never imports the analysis: a child process of its own
+computes the page and leaves it in Redis (server/reports.py).
 
     html = live_report(list(store.events()), "pilot-1")
 
@@ -16,6 +17,7 @@ from html import escape
 import pandas as pd
 
 from game.export import tables
+from game.study import is_test_participation
 
 from .data import AnalysisError, Tables
 from .figures import draw_figures
@@ -54,9 +56,10 @@ def live_report(events: list[dict], study_id: str) -> str:
 
 
 def _finished(participants: pd.DataFrame, study_id: str) -> int:
+    """The study's real participants who finished (test participations never count toward the planned N)."""
     if participants.empty or "finished" not in participants.columns:
         return 0
-    mine = participants[participants["study"] == study_id]
+    mine = participants[(participants["study"] == study_id) & ~participants["participant"].map(is_test_participation)]
     return int(mine["finished"].notna().sum())
 
 

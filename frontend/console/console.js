@@ -48,18 +48,33 @@ const config = $("config");
 const configCheck = $("config-check");
 let checking = 0;
 let checkTimer = null;
+// One check at a time: a check proves the study's agent as creating it does (a warm-up question on a worker,
+// seconds for an agent no worker has loaded yet), so what is typed meanwhile is checked once that answer is in.
+let checkRunning = false;
+let checkAgain = false;
 
 async function checkConfig() {
+  if (checkRunning) {
+    checkAgain = true;
+    return;
+  }
+  checkRunning = true;
   const asked = ++checking;
   try {
     const answer = await call("POST", "/admin/studies/check", {config: config.value});
-    if (asked !== checking) return;        // a later check is on its way
+    if (asked !== checking) return;        // created meanwhile: that answer stays
     config.classList.toggle("bad", !answer.ok);
     if (!answer.ok) say(configCheck, answer.error, "bad");
     else if (answer.warnings.length) say(configCheck, `Can be created here. Warning: ${answer.warnings.join(" ")}`, "warn");
     else say(configCheck, "Can be created here.", "good");
   } catch (error) {
     if (asked === checking) say(configCheck, error.message, "bad");
+  } finally {
+    checkRunning = false;
+    if (checkAgain) {
+      checkAgain = false;
+      checkConfig();
+    }
   }
 }
 
@@ -72,6 +87,7 @@ $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   clearTimeout(checkTimer);
   checking += 1;                             // no check in flight overwrites this answer
+  checkAgain = false;                        // nor one waiting for it
   try {
     const answer = await call("POST", "/admin/studies", {config: config.value});
     config.classList.remove("bad");

@@ -114,10 +114,11 @@ def test_a_study_whose_agent_cannot_answer_a_warm_up_question_is_refused(app, br
     assert response.status_code == 400 and "could not answer a warm-up question on this server" in reason, reason
     assert agent in reason and "\n" not in reason
     assert app.extensions["exag"].store.study(f"broken-{kind}") is None
-    # the check as one types stays quick: it does not load the agent (creation does)
+    # the console's check proves the agent as creation does (issue 51: it said "Can be created here"), and
+    # refuses it with the same one line
     checked = app.test_client().post("/admin/studies/check?token=test-admin", json={"config": {
         "study_id": f"broken-{kind}", "kind": "controlled", "arms": ["none"], "agent": agent}}).get_json()
-    assert checked["ok"] is True
+    assert checked["ok"] is False and f"Not created: {checked['error']}" == reason
 
 
 def test_a_study_whose_agent_fails_later_closes_itself_to_new_joins(app, connect, broken_agents, tiny_agent_dir):
