@@ -22,6 +22,9 @@ STUDY = {"study_id": "typo", "kind": "controlled", "arms": ["none", "both"], "se
     (json.dumps({**STUDY, "agent": "meduim"}), r"typo\.json: the agent 'meduim' could not be loaded on this server: "
                                                r"FileNotFoundError: no agent at 'meduim'"),
     ('{"study_id": "typo",', r"typo\.json"),
+    (json.dumps({**STUDY, "redirect_url": "javascript:alert(1)"}),          # issue 51: what a new study may be
+     r"typo\.json: redirect_url: an https:// link \(http:// only to localhost"),
+    (json.dumps({**STUDY, "study_id": ".."}), r"typo\.json: study_id '\.\.': 1-64 letters"),
 ])
 def test_a_study_file_that_cannot_run_is_one_line_naming_it(app, tmp_path, content, expected):
     (tmp_path / "typo.json").write_text(content)
