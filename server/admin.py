@@ -133,6 +133,7 @@ def _text(sent: dict, field: str, limit: int, example: str) -> str:
 def _monitor() -> list[dict]:
     s = services()
     rows = []
+    refused_full = s.play.admission.status()["refused"]      # joins turned away for load (server/admission.py)
     for study, status in s.store.studies():
         participants = s.store.participants(study.study_id)
         stats = s.store.stats(study.study_id)
@@ -157,7 +158,8 @@ def _monitor() -> list[dict]:
                      "stages": {stage: sum(p["stage"] == stage for p in participants) for stage in STAGES},
                      "participants": latest, "effort": dict(sorted(effort.items())),
                      "bound_elsewhere": bound_elsewhere(s.store, study.study_id), "closed_because": closed,
-                     "several_sessions": shared, "warnings":
+                     "several_sessions": shared, "refused_full": refused_full.get(f"refused:{study.study_id}", 0),
+                     "warnings":
                      [f"This study closed itself to new joins: {closed}. Fix the agent, then open the study "
                       "again."] * bool(closed) + [SEVERAL_SESSIONS.format(", ".join(shared))] * bool(shared)
                      + paid_study_warnings(study, s.config.agent)})

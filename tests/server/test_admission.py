@@ -65,6 +65,9 @@ def test_a_full_server_refuses_new_participants_at_the_door_and_counts_them(full
     status = full_at_two.test_client().get("/healthz").get_json()["admission"]
     assert status["full"] and status["active"] == 2 and status["capacity"] == 2
     assert status["refused"]["refused"] >= 1 and status["refused"]["refused:ctl"] >= 1
+    monitor = full_at_two.test_client().get("/admin/monitor.json?token=test-admin")
+    [ctl] = [row for row in monitor.get_json() if row["study"]["study_id"] == "ctl"]
+    assert ctl["refused_full"] == status["refused"]["refused:ctl"]
     for c in clients:
         c.disconnect()
 
