@@ -121,7 +121,7 @@ def record_active(pipe, participant: dict) -> None:
     if participant["stage"] in ("done", "screened_out"):
         pipe.zrem(ACTIVE, member)
     else:
-        pipe.zadd(ACTIVE, {member: participant["last_seen"]})
+        pipe.zadd(ACTIVE, {member: participant.get("last_seen") or time.time()})
 
 
 @dataclass

@@ -40,12 +40,15 @@ def write_studies(directory: Path) -> Path:
 # let scripts through, and the throttle is tested where its outcome does not hang on the machine's speed:
 # with a clock the test sets (test_throttle.py) and with a rate slow enough that no test run refills it
 # unawares (test_refusals.py).
-SCRIPTED_PLAY = {"max_events_per_second": 1e6, "event_burst": 1_000_000}
+# Scripted play is no crowd: the throttle lets it through, and admission (server/admission.py) lets in as many
+# participants as a test makes (its estimate from one in-process worker thread would admit ~60); the tests of
+# admission set their own max_players
+SCRIPTED_PLAY = {"max_events_per_second": 1e6, "event_burst": 1_000_000, "max_players": 1_000_000}
 
 
 def server_config(agent_dir, world, nle_dir, data_dir: Path, studies: Path, **changes) -> ServerConfig:
     """One inference worker in the test's process (a thread), on the same Redis streams as `exag worker`;
-    the throttle lets scripted play through unless `changes` set its limits."""
+    the throttle and admission let scripted play through unless `changes` set their limits."""
     changes = {**SCRIPTED_PLAY, **changes}
     changes.setdefault("inprocess_workers", 1)
     changes.setdefault("message_queue", False)      # Flask-SocketIO's test client works without a queue only

@@ -176,3 +176,13 @@ def test_settings_refuse_nonsense():
         AdmissionSettings(max_players=0)
     with pytest.raises(ValueError):
         AdmissionSettings(max_queue_age_s=0)
+
+
+def test_without_max_players_the_capacity_is_the_workers_budget_over_a_players_cost(app):
+    """`app` runs one in-process worker thread: its budget is one core's share, and before enough players were
+    measured a player costs DEFAULT_CPU_MS_PER_PLAYER_S."""
+    from server.admission import DEFAULT_CPU_MS_PER_PLAYER_S
+    load = Admission(app.extensions["exag"].store.redis, AdmissionSettings()).load()
+    assert load.workers >= 1 and not load.measured
+    assert load.budget_ms_per_s == pytest.approx(1000 * AdmissionSettings.worker_share * load.workers)
+    assert load.capacity == int(load.budget_ms_per_s / DEFAULT_CPU_MS_PER_PLAYER_S)
