@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from game.checks import CHECK_FLAGS
-from game.quality import PlayedGame, quality_flags
+from game.quality import REPEAT_FLAGS, Participation, PlayedGame, quality_flags, repeat_flags
 from game.settings import RATINGS
 from game.study import is_test_participation
 
@@ -126,10 +126,14 @@ def _add_quality_flags(participants: dict, games: dict, ratings: list[dict]) -> 
     rated: dict[tuple, list[str]] = {}
     for r in ratings:
         rated.setdefault((r["study"], r["participant"]), []).append(r["rating"])
+    repeats = repeat_flags([Participation(study, who, frozenset(row["browsers"]), row["consented"] is not None)
+                            for (study, who), row in participants.items()])
     for key, row in participants.items():
         row.update(quality_flags(played.get(key, []), rated.get(key, [])))
         raised = [name for name in CHECK_FLAGS if row.get(name)]     # the participant checks' flags (_check_result)
-        row["flags"] = "+".join(filter(None, [row["flags"], *raised]))
+        repeated = repeats.get(key, [])
+        row.update({name: name in repeated for name in REPEAT_FLAGS}, browsers="+".join(sorted(row["browsers"])))
+        row["flags"] = "+".join(filter(None, [row["flags"], *raised, *repeated]))
 
 
 def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: list, participants: dict,
@@ -140,14 +144,18 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
     if kind == "join":
         participants[(e["study"], e["participant"])] = {
             "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "order": e.get("order"),
-            "slot": e.get("slot"), "joined": e["time"],
-            "consented": None, "finished": None, **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
+            "slot": e.get("slot"), "joined": e["time"], "consented": None, "finished": None,
+            # the browsers the participation was bound to (server/browser.py in_study; none in logs from before)
+            "browsers": {str(e["browser"])} if e.get("browser") else set(),
+            **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
         # every assignment as the join logged it: reproducible from the study's seed (studies table's config;
         # game/assignment.py); assigned_by "link" where a demo named its arm, empty for joins from before slots
         assignments.append({"study": e["study"], "participant": e["participant"], "slot": e.get("slot"),
                             "block": e.get("block"), "arm": e.get("arm"), "order": e.get("order"),
                             "assigned": e["time"], "refilled_slot": e.get("refilled_slot"),
                             "assigned_by": e.get("assigned_by")})
+    elif kind == "rejoin" and e.get("browser") and (e["study"], e["participant"]) in participants:
+        participants[(e["study"], e["participant"])]["browsers"].add(str(e["browser"]))   # bound again after a release
     elif kind == "consent" and (e["study"], e["participant"]) in participants:
         participants[(e["study"], e["participant"])]["consented"] = e["time"]
     elif kind in CHECK_EVENTS and (e["study"], e["participant"]) in participants:

@@ -7,6 +7,10 @@ The researcher writes the plan as the study file's "preregistration" section:
                         "stopping_rule": "Stop when 80 participants have finished, or on 30 June.",
                         "exclusions": ["fast_games", "no_questions"], "planned_n": 80}
 
+The exclusions are quality flags (game/quality.py FLAGS): effort (`no_questions`, `fast_games`, `straight_lined`),
+the participant checks' (`comprehension_failed`, `attention_failed`, `colour_screen_failed`) and repeat
+participation (`several_sessions`, `shared_browser`).
+
 `exag preregister STUDY --out FILE` (experiments/preregister.py) writes the document, FILE.json (`document`
 below: the whole study config but how participants are paid, the analysis's level and sidedness, this plan,
 the exag version and the agent checkpoint's fingerprint) and its readable FILE.md, and puts the SHA-256 of

@@ -1,6 +1,9 @@
 """Quality flags per participant, for preregistered exclusions (docs/research.md §7): games without a
 question, a habit of implausibly fast games, and the same helpfulness rating for every round
-(straight-lining).
+(straight-lining); and repeat participation, what the server's one-participation rule cannot refuse
+(`repeat_flags`): a platform id that consented in several participations of a study (another session after a
+release, or data from before the rule), and a browser that several consenting participations of a study came
+from (several platform ids, or a platform id and a lab link, in one browser).
 
 The flags only describe; excluding is the researcher's decision, made in the analysis. The same
 function serves the export (from the event log) and the admin monitor (from the stored games).
@@ -21,7 +24,18 @@ FAST_GAMES_MIN_SHARE = 0.15      # of their finished games: 3 of a paper-size st
 STRAIGHT_LINE_MIN_RATINGS = 5    # fewer identical ratings than this can be honest agreement
 # every flag a participant can raise: the names a pre-registration may exclude by (game/preregistration.py)
 # and `exag analyze --exclude` takes (experiments/analysis/frames.py)
-FLAGS = ("no_questions", "fast_games", "straight_lined") + CHECK_FLAGS   # the last from participant checks
+REPEAT_FLAGS = ("several_sessions", "shared_browser")     # repeat participation (repeat_flags)
+FLAGS = ("no_questions", "fast_games", "straight_lined") + CHECK_FLAGS + REPEAT_FLAGS   # checks: game/checks.py
+PLATFORMS = ("prolific", "mturk")    # participant ids PLATFORM:ID:SESSION (server/play.py); "pid:" links have none
+
+
+@dataclass(frozen=True)
+class Participation:
+    """One participation of a study, as repeat_flags sees it."""
+    study: str
+    participant: str                 # its participant id (server/play.py: prolific:PID:SESSION, mturk:W:A, pid:X)
+    browsers: frozenset[str]         # the browsers it was bound to (the event log's names: server/browser.py in_study)
+    consented: bool
 
 
 @dataclass(frozen=True)
@@ -42,3 +56,32 @@ def quality_flags(games: list[PlayedGame], ratings: list[str]) -> dict:
              if raised]
     return {"games_finished": len(finished), "games_without_questions": without, "fast_games": fast,
             "straight_lined": straight, "flags": "+".join(flags)}
+
+
+def platform_id(participant: str) -> str | None:
+    """The person on their platform, `prolific:PID` of the participation `prolific:PID:SESSION` (mturk likewise);
+    None for ids that carry none (lab links `pid:X`, anonymous demo players)."""
+    source, _, rest = str(participant).partition(":")
+    return f"{source}:{rest.split(':')[0]}" if source in PLATFORMS and rest else None
+
+
+def repeat_flags(participations: list[Participation]) -> dict[tuple[str, str], list[str]]:
+    """(study, participant) -> the repeat-participation flags it raises, among the participations that consented
+    (a join alone is no participation: whoever guesses a participant's PROLIFIC_PID and joins with another session
+    flags nobody): `several_sessions`, its platform id consented in another participation of the study too;
+    `shared_browser`, a browser it was bound to was also bound to another of the study's. Both raise it on each
+    of the participations concerned: which one is the person's own is for the researcher to judge."""
+    consented = [p for p in participations if p.consented]
+    by_platform: dict[tuple[str, str], set[str]] = {}
+    by_browser: dict[tuple[str, str], set[str]] = {}
+    for p in consented:
+        if platform_id(p.participant):
+            by_platform.setdefault((p.study, platform_id(p.participant)), set()).add(p.participant)
+        for b in p.browsers:
+            by_browser.setdefault((p.study, b), set()).add(p.participant)
+    flags = {}
+    for p in consented:
+        several = len(by_platform.get((p.study, platform_id(p.participant)), ())) > 1
+        shared = any(len(by_browser[(p.study, b)]) > 1 for b in p.browsers)
+        flags[(p.study, p.participant)] = [name for name, raised in zip(REPEAT_FLAGS, (several, shared)) if raised]
+    return flags

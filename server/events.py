@@ -256,9 +256,9 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                     if old != who:
                         if old is not None:
                             leave_room(room_of(old))
-                            leave_room(binding_room(old, browser.key(cookie)))
+                            leave_room(binding_room(old, play.browsers.key(cookie)))
                         join_room(room_of(who))
-                        join_room(binding_room(who, browser.key(cookie)))   # what a release closes
+                        join_room(binding_room(who, play.browsers.key(cookie)))   # what a release closes
                     emit("state", as_text(view), to=room_of(who))
                     if message:
                         emit("error", {"event": event, "message": message})
@@ -269,7 +269,7 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
                 if not play.still_bound(who, request.cookies.get(browser.COOKIE)):
                     connections.pop(sid, None)      # released and taken over elsewhere: this tab is done
                     leave_room(room_of(who))
-                    leave_room(binding_room(who, browser.key(request.cookies.get(browser.COOKIE))))
+                    leave_room(binding_room(who, play.browsers.key(request.cookies.get(browser.COOKIE))))
                     raise PlayError(ANOTHER_BROWSER)
                 if event in ("ask", "explain"):     # a question that will wait for a starting agent says so
                     waiting = play.agent_starting(who)

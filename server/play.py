@@ -17,6 +17,7 @@ import functools
 import json
 import time
 
+from game.quality import platform_id
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
 from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order, study_slot
@@ -26,11 +27,13 @@ from .check_stages import CheckStages
 from .completion import completion_code
 from .participation import (ATTENTION_CHECK, CONSENT, DONE, GAME, INSTRUCTIONS, QUESTIONNAIRE_STAGE, SCREENED_OUT,
                             PlayError)
-from .release import note_bound_elsewhere
+from .release import claim_platform_id, consented_with, note_bound_elsewhere
 from .slots import deal_slot
 
 EXTERNAL_IDS = {"PROLIFIC_PID": "prolific", "workerId": "mturk", "pid": "pid"}
 SESSION_IDS = ("SESSION_ID", "assignmentId")     # the platform's id of one participation (Prolific, MTurk)
+MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"   # MTurk's assignmentId while a worker only previews the HIT
+MTURK_PREVIEW = "this is MTurk's preview of the HIT; accept the HIT to take part, and the study opens here"
 NO_COOKIE = ("your browser did not send this study's cookie; please allow cookies for this site and reload the "
              "page from the link you were given")
 ANOTHER_BROWSER = ("this participation is already open in another browser; ask the researcher to release it "
@@ -40,6 +43,8 @@ ANOTHER_SESSION = ("this participant id is already taking part under another ses
 NOT_THE_PROLIFIC_LINK = ("this link is not this study's link on Prolific (it needs the study's STUDY_ID and your "
                          "SESSION_ID); please open the study from Prolific")
 PARTICIPATION_OVER = "this participation is already finished: you have taken part in this study. Thank you!"
+TAKEN_PART = ("you have already taken part in this study under another session, and each person takes part once. "
+              "Thank you! If this is a mistake, please contact the researcher")
 
 
 class Play(CheckStages):
@@ -56,16 +61,24 @@ class Play(CheckStages):
         The first join binds the participation to the browser (its `browser.COOKIE`, given by the game page)
         and to the platform's session id (Prolific SESSION_ID, MTurk assignmentId); a later join from another
         browser or with another session id is refused until the researcher releases the participant
-        (POST /admin/release), after which the next join binds again. `joined_on_this_connection`: whom the
-        connection joined before (None: nobody); a repeated join of the same participant logs no event."""
-        bound_to = browser.key(browser_cookie)
+        (POST /admin/release), after which the next join binds again. A platform id (PROLIFIC_PID, workerId) that
+        consented in one participation of the study starts no other (another session) until that one is
+        released. `joined_on_this_connection`: whom the connection joined before (None: nobody); a repeated join
+        of the same participant logs no event."""
+        if payload.get("assignmentId") == MTURK_PREVIEW_ID:
+            raise PlayError(MTURK_PREVIEW)
+        bound_to = self.browsers.key(browser_cookie)
         if bound_to is None:
             raise PlayError(NO_COOKIE)
         study, status = self._study(payload["study"])
         pid, ids = self._participant_id(payload, study, bound_to)
         binding = {"browser": bound_to, "session": next((ids[k] for k in SESSION_IDS if k in ids), None)}
+        seen_as = browser.in_study(bound_to, study.study_id)    # the event log's name of the browser
         with self.store.locked(study.study_id, pid) as held:
             participant = self.store.participant(study.study_id, pid)
+            if participant is None or participant["stage"] == CONSENT:   # not yet in: not if in another session
+                self._not_taken_elsewhere(study.study_id, pid, consented_with(self.store, study.study_id,
+                                                                              platform_id(pid)))
             if participant is not None:
                 bound = participant.get("binding")
                 rebound = bound is None   # released by the researcher (or joined unbound)
@@ -82,7 +95,8 @@ class Play(CheckStages):
                 logged = joined_on_this_connection == (study.study_id, pid) and not rebound
                 self.store.commit(participant=participant,
                                   events=[] if logged else
-                                  [self._event("rejoin", participant, **({"rebound": True} if rebound else {}))],
+                                  [self._event("rejoin", participant,
+                                               **({"rebound": True, "browser": seen_as} if rebound else {}))],
                                   release=(held,))
                 message = "You have already taken part in this study. Thank you!" \
                     if participant["stage"] == DONE else None
@@ -97,9 +111,26 @@ class Play(CheckStages):
             participant = {"pid": pid, "study": study.study_id, "arm": assigned["arm"], "order": assigned["order"],
                            "slot": assigned["slot"], "ids": ids, "binding": binding, "stage": CONSENT,
                            "game_number": 0, "games": [], "joined": now, "last_seen": now, "finished": None}
-            self.store.commit(participant=participant, events=[self._event("join", participant, ids=ids, **assigned)],
-                              release=(held,))
+            self.store.commit(participant=participant, release=(held,),
+                              events=[self._event("join", participant, ids=ids, browser=seen_as, **assigned)])
         return (study.study_id, pid), self.view(study.study_id, pid), None
+
+    def _not_taken_elsewhere(self, study_id: str, pid: str, holder: str | None) -> None:
+        """Refuses `pid` when another participation of the study, `holder`, consented with its platform id: "taken
+        part" when that one is over (finished, screened out), else "under another session", and the console then
+        offers the holder's release (server/release.py), after which `pid` may begin."""
+        if holder is None or holder == pid:
+            return
+        other = self.store.participant(study_id, holder)
+        if other is not None and other["stage"] not in (DONE, SCREENED_OUT):
+            note_bound_elsewhere(self.store, study_id, holder)
+            raise PlayError(ANOTHER_SESSION)
+        raise PlayError(TAKEN_PART)
+
+    @functools.cached_property
+    def browsers(self) -> browser.Signer:
+        """Signs the browser cookies the pages give and checks those sent back (server/browser.py)."""
+        return browser.Signer.kept_in(self.store.redis)
 
     @staticmethod
     def _participant_id(payload: dict, study: StudyConfig, browser_key: str) -> tuple[str, dict]:
@@ -149,6 +180,9 @@ class Play(CheckStages):
             participant = self._participant(who, CONSENT, "consent")
             if not payload["agree"]:
                 raise PlayError("you can only take part after agreeing; close the page if you do not want to")
+            # the platform id is this participation's from here on: another session of it joins no more (join)
+            study_id, pid = who
+            self._not_taken_elsewhere(study_id, pid, claim_platform_id(self.store, study_id, platform_id(pid), pid))
             participant.update(stage=INSTRUCTIONS, last_seen=time.time())
             self.store.commit(participant=participant, events=[self._event("consent", participant)])
         return self.view(*who)
@@ -231,7 +265,7 @@ class Play(CheckStages):
         browser takes it over, and the old browser's open tab may act no more."""
         participant = self.store.participant(*who)
         binding = participant and participant.get("binding")
-        return not binding or binding["browser"] == browser.key(browser_cookie)
+        return not binding or binding["browser"] == self.browsers.key(browser_cookie)
 
     def _earned_code(self, participant: dict) -> dict:
         """A finishing participant's own completion code, stored with them (the page shows it from there) and

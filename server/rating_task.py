@@ -13,6 +13,7 @@ across restarts and on every web process). The API refuses ids without their sig
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -50,6 +51,11 @@ class RatingTask:
 
     # --- raters -----------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def browsers(self) -> browser.Signer:
+        """Checks the browser cookies the pages signed (server/browser.py)."""
+        return browser.Signer.kept_in(self.store.redis)
+
     def signature(self, rater: str) -> str:
         if self._link_key is None:
             self.store.redis.set(LINK_KEY, secrets.token_hex(32), nx=True)   # the first process makes it
@@ -81,7 +87,7 @@ class RatingTask:
             raise RatingError("rater must be an id of 1-64 letters, digits, '_', '-' or '.'")
         if not isinstance(sig, str) or not hmac.compare_digest(sig.encode(), self.signature(rater).encode()):
             raise RaterRefused("this rating link is not valid; open the link the researcher gave you")
-        key = browser.key(browser_cookie)
+        key = self.browsers.key(browser_cookie)
         if key is None:
             raise RaterRefused("your browser did not send the rating page's cookie; please allow cookies for this "
                                "site and reload the page")

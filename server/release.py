@@ -12,6 +12,13 @@ a join that follows the release at once is never caught by it.
 Joins refused because the participation is bound elsewhere (another browser or session) are kept for the
 console, which offers their release: the latest BOUND_ELSEWHERE_KEPT per study, in a sorted set by time;
 like every refusal they never enter the study's event log (DESIGN.md, "Integrity").
+
+One person, one participation: the platform id (`prolific:PID`, `mturk:WORKER`; game/quality.py platform_id)
+of a participation that consented is bound to it as well, in one hash per study (`CONSENTED`: platform id ->
+participant id), claimed atomically at consent (`claim_platform_id`, HSETNX: of two sessions consenting at once,
+one wins). A join or a consent of another session of that platform id is refused (server/play.py); the release
+of the participation that holds it frees it. Before consent nothing is claimed: someone who knows another's
+PROLIFIC_PID but not their session joins as a participation of their own and blocks nobody by joining.
 """
 from __future__ import annotations
 
@@ -19,7 +26,24 @@ import time
 
 from socketio import RedisManager
 
+from game.quality import platform_id
+
 from .store import Store
+
+CONSENTED = "exag:consented:{}"      # per study: platform id -> the participation that consented with it
+BUILT = ""                           # CONSENTED's field saying that it holds every consent (made by _rebuild)
+# KEYS: CONSENTED; ARGV: the platform id, the participant id. The participation holding the platform id after the
+# claim (this one unless another was first); nil when the hash was never built (build it first).
+CLAIM = """
+if redis.call('HEXISTS', KEYS[1], '') == 0 then return nil end
+redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('HGET', KEYS[1], ARGV[1])
+"""
+# KEYS: CONSENTED; ARGV: the platform id, the participant id: frees the platform id when this participation holds it
+UNCLAIM = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
 
 RELEASED = ("the researcher released this participation, and this tab is closed; if you did not change device, "
             "reload the page to go on here")
@@ -91,8 +115,8 @@ class EvictingQueue(RedisManager):
 
 
 def release(store: Store, socketio, study_id: str, pid: str) -> bool:
-    """Clears the participant's binding, logs a `release` event and closes every connection of the old
-    binding (told why first); False when the study has no such participant."""
+    """Clears the participant's binding and their hold on their platform id, logs a `release` event and closes
+    every connection of the old binding (told why first); False when the study has no such participant."""
     with store.locked(study_id, pid):
         participant = store.participant(study_id, pid)
         if participant is None:
@@ -103,6 +127,8 @@ def release(store: Store, socketio, study_id: str, pid: str) -> bool:
                                                        "game": participant.get("current_game") or ""}])
         # under the participant's lock: no join binds again before the old binding's tabs are told
         store.redis.zrem(_bound_elsewhere_key(study_id), pid)
+        if platform_id(pid):          # another session of the platform id may begin now
+            store.redis.eval(UNCLAIM, 1, CONSENTED.format(study_id), platform_id(pid), pid)
         if old:
             room = binding_room((study_id, pid), old["browser"])
             socketio.emit("error", {"event": "release", "message": RELEASED}, to=room)
@@ -128,3 +154,40 @@ def bound_elsewhere(store: Store, study_id: str) -> list[dict]:
     """The participants whose join was refused as bound elsewhere, latest first: {"pid", "refused": time}."""
     found = store.redis.zrevrange(_bound_elsewhere_key(study_id), 0, -1, withscores=True)
     return [{"pid": pid, "refused": refused} for pid, refused in found]
+
+
+def consented_with(store: Store, study_id: str, platform: str | None) -> str | None:
+    """The participation of the study that consented with this platform id (None: none, or no platform id)."""
+    if platform is None:
+        return None
+    held, built = store.redis.hmget(CONSENTED.format(study_id), [platform, BUILT])
+    if built is None:
+        _rebuild(store, study_id)
+        held = store.redis.hget(CONSENTED.format(study_id), platform)
+    return held
+
+
+def claim_platform_id(store: Store, study_id: str, platform: str | None, pid: str) -> str | None:
+    """Binds the platform id to this consenting participation, atomically, unless another holds it: the holder
+    after the claim (`pid`, or the other participation); None without a platform id."""
+    if platform is None:
+        return None
+    held = store.redis.eval(CLAIM, 1, CONSENTED.format(study_id), platform, pid)
+    if held is None:
+        _rebuild(store, study_id)
+        held = store.redis.eval(CLAIM, 1, CONSENTED.format(study_id), platform, pid)
+    return held
+
+
+def _rebuild(store: Store, study_id: str) -> None:
+    """Makes the study's CONSENTED from its stored participants, once (consents from before the hash existed)."""
+    with store.lock(f"consented:{study_id}"):
+        key = CONSENTED.format(study_id)
+        if store.redis.hexists(key, BUILT):
+            return                                  # another process made it meanwhile
+        pipe = store.redis.pipeline()
+        for p in store.participants(study_id):
+            if p["stage"] != "consent" and platform_id(p["pid"]):
+                pipe.hsetnx(key, platform_id(p["pid"]), p["pid"])
+        pipe.hset(key, BUILT, 1)
+        pipe.execute()

@@ -31,10 +31,12 @@ def security_headers(response: Response) -> Response:
 
 
 def _with_browser_cookie(response: Response) -> Response:
-    """Gives a browser without one its random id (server/browser.py): HttpOnly, so no script reads it;
-    SameSite=Lax over HTTP, None (and Secure) over HTTPS so that it also works in a platform's iframe."""
-    if browser.key(request.cookies.get(browser.COOKIE)) is None:
-        response.set_cookie(browser.COOKIE, browser.new_id(), max_age=browser.MAX_AGE_S, httponly=True,
+    """Gives a browser without a cookie this server signed its random id (server/browser.py): HttpOnly, so no
+    script reads it; SameSite=Lax over HTTP, None (and Secure) over HTTPS so that it also works in a platform's
+    iframe. A made-up or edited cookie is replaced."""
+    browsers = services().play.browsers
+    if browsers.key(request.cookies.get(browser.COOKIE)) is None:
+        response.set_cookie(browser.COOKIE, browsers.new_id(), max_age=browser.MAX_AGE_S, httponly=True,
                             secure=request.is_secure, samesite="None" if request.is_secure else "Lax")
     return response
 

@@ -20,6 +20,9 @@ among those who stay. So every participant who joined is counted exactly once, a
   well (`dropped_analysed`), so the report's participants are analysed + dropped_analysed;
 - refilled slots: joins that took over the slot of a dropout or a screened-out participant
   (game/assignment.py, the export's `assignments.refilled_slot`);
+- repeat participation: the participants who raise `several_sessions` or `shared_browser` (game/quality.py:
+  one person in several participations, which the server's one-participation rule did not refuse), counted
+  (`repeat_participation`, a note) and otherwise in the flow like everyone;
 - arm chosen by link: the participant's link named the arm (`assigned_by` "link": a study with
   `choose_arm`, for demos and pilots). That is no randomized assignment: such participants are counted and
   flagged, and left out of the attrition test and of the bounds.
@@ -43,6 +46,7 @@ study_flow = {
                      "table": {arm: {"finished": int, "not_finished": int}}, "note"?: str},
   "bounds": {"controlled"?: bounds, "at_will"?: bounds} | {"missing": str},
   "flags_by_arm": {"applied": [flag], "arms": {arm: {"participants": int, "flags": {flag: int}}}},
+  "repeat_participation": {"several_sessions": int, "shared_browser": int},   # participants raising each (note too)
   "sample": {"definition": str, "n": {arm: int},
              "items": {key: {"type": "choice" | "text", "categories": [str],
                              "counts": {arm: {category: int}}, "shares": {arm: {category: float|None}},
@@ -70,7 +74,7 @@ import pandas as pd
 import scipy.stats
 
 from game.checks import parse_checks
-from game.quality import FLAGS
+from game.quality import FLAGS, REPEAT_FLAGS
 from game.study import arm_modes
 
 from .data import Tables
@@ -96,6 +100,10 @@ DEFINITION = (
     "refilled slots are listed so that a reader can judge whether re-dealing slots changed who ended up in which "
     "arm. Arm chosen by link: the participant's link named the arm (a study with choose_arm, for demos and pilots); "
     "that is not a randomized assignment, and they are left out of the attrition test and the bounds.")
+REPEATED = ("repeat participation: {several_sessions} participants consented under a platform id that consented in "
+            "another participation of the study too (several_sessions), {shared_browser} in a browser that another "
+            "consenting participation of the study also used (shared_browser); each is counted in the flow like "
+            "everyone, and excluded only where the study's exclusion rules name the flag")
 ATTRITION_POPULATION = "randomized participants who consented and were not screened out, finished or not, by arm"
 FISHER = f"Fisher's exact test (scipy fisher_exact, two-sided) of finishing by arm; {ATTRITION_POPULATION}"
 CHI_SQUARE = (f"chi-square test of independence of arm and finishing (scipy chi2_contingency, no continuity "
@@ -255,6 +263,9 @@ def _study_flow(people: pd.DataFrame, games: pd.DataFrame, configs: dict, kinds:
             bounds[key] = compute(randomized[randomized["study"].map(kinds) == kind], games, configs)
     if not bounds:
         bounds = {"missing": "the study's kind (controlled or at-will) is unknown: no studies table and no games"}
+    repeated = {flag: int(people["marks"].map(lambda m, flag=flag: flag in m).sum()) for flag in REPEAT_FLAGS}
+    if any(repeated.values()):
+        notes.append(REPEATED.format(**repeated))
     linked = int(people["by_link"].sum())
     if linked:
         notes.append(f"{linked} participants' arms were chosen by their link (choose_arm): not randomized, not in the "
@@ -262,6 +273,7 @@ def _study_flow(people: pd.DataFrame, games: pd.DataFrame, configs: dict, kinds:
     return {"kind": next(iter(of_kind)) if len(of_kind) == 1 else None,
             "rows": rows, "total": total, "adds_up": all(_adds_up(r) for r in [*rows, total]),
             "attrition_test": attrition_test(randomized), "bounds": bounds,
+            "repeat_participation": repeated,
             "flags_by_arm": _flags_by_arm(people, arms, {f for s in people["study"].unique()
                                                           for f in _rules_of(s, rules, exclusions)}),
             "sample": _sample(people, configs, arms), "notes": notes}

@@ -24,6 +24,7 @@ import socketio
 from werkzeug.serving import make_server
 
 from experiments.benchmark import write_report
+from experiments.simulate.bot import browser_cookie
 from game.settings import RATINGS
 from server import browser
 from server.player_safe import unpack_counts, unpack_grid
@@ -72,7 +73,7 @@ class Player:
         self.client = socketio.Client(reconnection=False)
         for name in ("state", "round", "error"):
             self.client.on(name, lambda data, name=name: self.replies.put((name, data)))
-        cookie = f"{browser.COOKIE}=bench-{pid}"
+        cookie = f"{browser.COOKIE}={browser_cookie(url, study)}"     # the page's signed cookie (server/browser.py)
         self.client.connect(url, transports=["websocket"], wait_timeout=30, headers={"Cookie": cookie})
         self.state, self.text = None, ""
         self.send("join", {"study": study, "pid": pid, **({"arm": arm} if arm else {})})

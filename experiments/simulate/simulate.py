@@ -250,7 +250,7 @@ class InProcessConnection:
 
     def __init__(self, play, study_id: str, pid: str) -> None:
         self.play = play
-        self.cookie = browser.new_id()      # each participant is a browser of its own
+        self.cookie = play.browsers.new_id()      # each participant is a browser of its own (a signed cookie)
         self.who: tuple[str, str] | None = None
         self.view = self.send("join", {"study": study_id, "pid": pid})
 

@@ -289,3 +289,66 @@ def test_the_report_page_and_the_printout_show_the_flow(result):
     assert ("Flow, flow: 12 joined, 1 did not consent, 2 screened out, 3 dropped, 6 finished (2 excluded, "
             "4 analysed); 1 refilled slots, 1 arms chosen by link (not randomized)") in printed
     assert "bounds for unplayed games: with - without [-25.0, +45.0] points, observed +16.7" in printed
+
+
+# --- repeat participation (issue 51) ----------------------------------------------------------------------
+
+REPEAT_RULES = ["several_sessions", "shared_browser"]
+
+
+def repeat_log() -> Log:
+    """Study `repeat`, which pre-registers excluding repeat participation: Prolific participations as the server
+    logs them (server/play.py: the join's ids and the browser it came from, a rejoin that bound another browser
+    after a release)."""
+    log = Log()
+    log.study(StudyConfig("repeat", kind="at-will", arms=("attention", "both"), sessions=1, games_per_session=2,
+                          preregistration={"exclusions": REPEAT_RULES}))     # registrable names
+
+    def take_part(who: str, arm: str, browser: str, *, consent: bool = True, finish: bool = True) -> None:
+        pid, session = who.split(":")[1:]
+        log.add("join", study="repeat", participant=who, arm=arm, order=None, slot=0, block=0,
+                assigned_by="randomization", ids={"PROLIFIC_PID": pid, "SESSION_ID": session}, browser=browser)
+        if consent:
+            log.add("consent", study="repeat", participant=who)
+        if finish:
+            log.games("repeat", who, arm, None, [True, False], per_session=2, setting="at-will")
+            log.finish("repeat", who)
+
+    take_part("prolific:p1:s1", "both", "b1")             # released, then the same person under another session
+    take_part("prolific:p1:s2", "attention", "b2")
+    take_part("prolific:p1:s3", "both", "b6", consent=False, finish=False)   # a join alone: no participation
+    take_part("prolific:p2:s1", "attention", "b3")        # two Prolific ids, one browser
+    take_part("prolific:p3:s1", "both", "b3")
+    take_part("prolific:p5:s1", "both", "b3", consent=False, finish=False)
+    take_part("prolific:p4:s1", "both", "b4")             # joined in b4, bound to b5 after a release: b5 is p6's
+    log.add("rejoin", study="repeat", participant="prolific:p4:s1", rebound=True, browser="b5")
+    take_part("prolific:p6:s1", "attention", "b5")
+    take_part("prolific:p7:s1", "attention", "b7")        # nobody else's
+    return log
+
+
+def test_repeat_participation_is_flagged_counted_and_excludable():
+    """What the server cannot refuse (one person under several platform ids; a platform id released and back
+    under another session) is flagged per participant in the export, counted in the flow table, and excluded
+    where the pre-registration names the flag."""
+    exported = export_tables(repeat_log().events)
+    people = exported["participants"].set_index("participant")
+    several = {p for p in people.index if people.loc[p, "several_sessions"]}
+    shared = {p for p in people.index if people.loc[p, "shared_browser"]}
+    assert several == {"prolific:p1:s1", "prolific:p1:s2"}
+    assert shared == {"prolific:p2:s1", "prolific:p3:s1", "prolific:p4:s1", "prolific:p6:s1"}
+    assert people.loc["prolific:p1:s2", "flags"] == "several_sessions"
+    assert people.loc["prolific:p4:s1", "browsers"] == "b4+b5"
+
+    rules = {"repeat": frozenset(REPEAT_RULES)}
+    tables = Tables.from_frames(exported, "repeat log")
+    frames, exclusions = build_frames(tables, rules)
+    study = flow(tables, frames, exclusions, rules)["studies"]["repeat"]
+    assert study["repeat_participation"] == {"several_sessions": 2, "shared_browser": 4}
+    assert any("repeat participation: 2 participants" in note for note in study["notes"])
+    by_arm = study["flags_by_arm"]["arms"]
+    assert [by_arm[arm]["flags"]["several_sessions"] for arm in ("both", "attention")] == [1, 1]
+    assert [by_arm[arm]["flags"]["shared_browser"] for arm in ("both", "attention")] == [2, 2]
+    assert study["total"]["excluded"] == 6 and study["total"]["analysed"] == 1 and study["adds_up"]
+    assert study["total"]["excluded_by"] == {"several_sessions": 2, "shared_browser": 4}
+    assert study["total"]["not_consented"] == 2

@@ -7,13 +7,20 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from server import browser
 
 
+def signed_cookie(app_or_play, browser_id: str) -> str:
+    """The cookie value the server gives the browser `browser_id` (signed, server/browser.py): the same for the
+    same id on every app of one Redis. `app_or_play`: a Flask app, or a Play."""
+    play = app_or_play.extensions["exag"].play if hasattr(app_or_play, "extensions") else app_or_play
+    return play.browsers.cookie(f"test-{browser_id}")
+
+
 def socket_client(app, browser_id: str = "browser-1"):
     """A Socket.IO test client in a browser of its own: its handshake sends the browser cookie (the one the
     game page gives, server/browser.py) of the Flask test client it shares; the same `browser_id` is the
     same browser, also across apps (a restarted server). `browser_id=None`: a browser without the cookie."""
     http = app.test_client()
     if browser_id is not None:
-        http.set_cookie(browser.COOKIE, f"test-{browser_id}")
+        http.set_cookie(browser.COOKIE, signed_cookie(app, browser_id))
     return app.extensions["socketio"].test_client(app, flask_test_client=http)
 
 

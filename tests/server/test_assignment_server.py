@@ -8,7 +8,7 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from socket_player import joined, started
+from socket_player import joined, signed_cookie, started
 
 from game.assignment import next_slot, slot
 from game.export import tables
@@ -82,7 +82,7 @@ def test_a_crowd_of_a_thousand_joins_is_dealt_in_arrival_order_none_refused(app)
     study, _ = services.store.study("crowd")
     started = time.monotonic()
     with ThreadPoolExecutor(50) as pool:
-        list(pool.map(lambda n: services.play.join({"study": "crowd", "pid": f"c{n}"}, f"browser-{n:04d}"),
+        list(pool.map(lambda n: services.play.join({"study": "crowd", "pid": f"c{n}"}, signed_cookie(app, f"{n:04d}")),
                       range(1000)))
     seconds = time.monotonic() - started
     assert seconds < 20, f"1,000 joins took {seconds:.1f} s"

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from socket_player import Player, Rater, started
 
+from game.export import tables
 from game.settings import RATINGS
 from game.study import StudyConfig
 from server import browser
@@ -25,6 +26,22 @@ def browser_at(app, url: str):
 
 def socket_in(app, http) -> Player:
     return Player(app.extensions["socketio"].test_client(app, flask_test_client=http))
+
+
+@pytest.fixture
+def tab(app):
+    """Socket.IO tabs in browsers a test made (browser_at), closed after the test: an address holds at most
+    max_connections_per_address at once."""
+    opened = []
+
+    def make(http) -> Player:
+        opened.append(socket_in(app, http))
+        return opened[-1]
+
+    yield make
+    for player in opened:
+        if player.client.is_connected():
+            player.client.disconnect()
 
 
 def test_the_game_page_gives_each_browser_an_httponly_cookie_once(app):
@@ -69,26 +86,27 @@ def test_an_impostor_with_the_same_participant_id_is_refused_and_the_owner_resum
     other.refused("join", worker, "another browser")
 
 
-def test_knowing_a_platform_id_does_not_lock_its_owner_out(app):
+def test_knowing_a_platform_id_does_not_lock_its_owner_out(app, tab):
     """Issue 44: whoever joined first with a participant's PROLIFIC_PID bound it, and its owner was locked out
     until the researcher released it. A participation is keyed by the platform's session id too, which the
     platform gives the participant alone: a squatter who guesses it wrong plays a participation of their own,
-    the owner joins with theirs, and the console lists the id as joined under several sessions."""
+    the owner joins with theirs, and the console lists the id as joined under several sessions. Issue 51: the
+    platform id is claimed at consent, so a squatter's join blocks nobody, and once the owner consented the
+    squatter's participation cannot consent (one person, one participation)."""
     owned = {**PROLIFIC, "PROLIFIC_PID": "7a7a"}
-    squatter = socket_in(app, browser_at(app, "/?study=realb")[0])
+    squatter = tab(browser_at(app, "/?study=realb")[0])
     squatter.ok("join", {**owned, "SESSION_ID": "guessed"})
-    squatter.ok("consent", {"agree": True})
-    squatter.ok("begin", {})
 
     owner_http, _ = browser_at(app, "/?study=realb&PROLIFIC_PID=7a7a&STUDY_ID=st-1&SESSION_ID=sess-1")
-    owner = socket_in(app, owner_http)
+    owner = tab(owner_http)
     owner.ok("join", owned)
     assert owner.state["participant"]["pid"] == "prolific:7a7a:sess-1"
     assert squatter.state["participant"]["pid"] == "prolific:7a7a:guessed"
     owner.ok("consent", {"agree": True})
     owner.ok("begin", {})
-    assert owner.game["game_id"] != squatter.game["game_id"]
-    socket_in(app, browser_at(app, "/?study=realb")[0]).refused("join", owned, "already open in another browser")
+    squatter.refused("consent", {"agree": True}, "already taking part under another session")
+    assert app.extensions["exag"].store.participant("realb", "prolific:7a7a:guessed")["stage"] == "consent"
+    tab(browser_at(app, "/?study=realb")[0]).refused("join", owned, "already open in another browser")
 
     row = next(r for r in app.test_client().get("/admin/monitor.json?token=test-admin").get_json()
                if r["study"]["study_id"] == "realb")
@@ -97,8 +115,8 @@ def test_knowing_a_platform_id_does_not_lock_its_owner_out(app):
 
     # MTurk's assignment is its session in the same way
     worker = {"study": "realb", "workerId": "A9", "assignmentId": "guessed", "hitId": "h-1"}
-    socket_in(app, browser_at(app, "/?study=realb")[0]).ok("join", worker)
-    mturk_owner = socket_in(app, browser_at(app, "/?study=realb")[0])
+    tab(browser_at(app, "/?study=realb")[0]).ok("join", worker)
+    mturk_owner = tab(browser_at(app, "/?study=realb")[0])
     mturk_owner.ok("join", {**worker, "assignmentId": "as-9"})
     assert mturk_owner.state["participant"]["pid"] == "mturk:A9:as-9"
 
@@ -231,3 +249,140 @@ def test_a_study_with_its_prolific_id_takes_only_its_own_prolific_links(app):
     assert joined.state["participant"]["pid"] == "prolific:p1:s1"
     with pytest.raises(ValueError, match="prolific_study_id"):
         StudyConfig("s", prolific_study_id="no spaces allowed")
+
+
+# --- issue 51: one person, one participation -------------------------------------------------------------
+
+def prolific(pid: str, session: str) -> dict:
+    return {"study": "quick", "PROLIFIC_PID": pid, "STUDY_ID": "st-q", "SESSION_ID": session}
+
+
+def played_to_the_end(player: Player) -> None:
+    """A participation of `quick` (4 games, guesses without questions) from consent to its completion code."""
+    player.ok("consent", {"agree": True})
+    player.ok("begin", {})
+    while player.state["stage"] == "game":
+        gid = player.game["game_id"]
+        player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
+        player.ok("next_game", {"game_id": gid})
+    player.ok("questionnaire", {"answers": {item["key"]: item["options"][0] if item["type"] == "scale" else ""
+                                            for item in player.state["questionnaire"]}})
+    assert player.state["stage"] == "done"
+
+
+def participants_exported(app, study: str):
+    rows = tables(app.extensions["exag"].store.events())["participants"]
+    return rows[rows["study"] == study].set_index("participant")
+
+
+def test_a_finished_participant_cannot_take_the_study_again_under_another_session(app, tab):
+    """Found from outside: a finished Prolific participant edited SESSION_ID in the link and took the study again,
+    with a fresh consent and a fresh arm. A platform id that consented starts no other session of the study, from
+    any browser, and the refusal is no study event; the researcher's release of the consented participation
+    allows the next one, and the export flags both."""
+    store = app.extensions["exag"].store
+    first_http, _ = browser_at(app, "/?study=quick")
+    first = tab(first_http)
+    first.ok("join", prolific("again1", "s-1"))
+    played_to_the_end(first)
+    logged = len(list(store.events()))
+    for http in (first_http, browser_at(app, "/?study=quick")[0]):     # the same browser, and another
+        again = tab(http)
+        again.refused("join", prolific("again1", "s-2"), "already taken part in this study under another session")
+        assert again.state is None
+    assert store.participant("quick", "prolific:again1:s-2") is None and len(list(store.events())) == logged
+    back = tab(first_http)
+    back.send("join", prolific("again1", "s-1"))                        # their own link still shows their code
+    assert back.state["stage"] == "done" and back.state["done"]["completion_code"] == "CODE-QUICK"
+
+    # a participation still going on: the other session is told so, and the console offers the release
+    going = tab(browser_at(app, "/?study=quick")[0])
+    going.ok("join", prolific("going1", "s-1"))
+    going.ok("consent", {"agree": True})
+    tab(browser_at(app, "/?study=quick")[0]).refused("join", prolific("going1", "s-2"),
+                                                                "already taking part under another session")
+    monitor = next(r for r in app.test_client().get("/admin/monitor.json?token=test-admin").get_json()
+                   if r["study"]["study_id"] == "quick")
+    assert "prolific:going1:s-1" in [b["pid"] for b in monitor["bound_elsewhere"]]
+
+    # the researcher releases the finished participation: its platform id may begin another session
+    admin = app.test_client()
+    released = admin.post("/admin/release", json={"study": "quick", "participant": "prolific:again1:s-1"},
+                          headers={"X-Admin-Token": "test-admin"})
+    assert released.get_json() == {"released": "prolific:again1:s-1", "study": "quick"}
+    second = tab(browser_at(app, "/?study=quick")[0])
+    second.ok("join", prolific("again1", "s-2"))
+    second.ok("consent", {"agree": True})
+    rows = participants_exported(app, "quick")
+    for pid in ("prolific:again1:s-1", "prolific:again1:s-2"):
+        assert rows.loc[pid, "several_sessions"] and "several_sessions" in rows.loc[pid, "flags"].split("+")
+    assert not rows.loc["prolific:going1:s-1", "several_sessions"]
+
+
+def test_a_join_with_the_platform_id_alone_flags_nobody(app, tab):
+    """Someone who knows a PROLIFIC_PID but not its session joins a participation of their own: it cannot consent
+    once the owner did, and a join without consent raises no flag on the owner."""
+    owner = tab(browser_at(app, "/?study=quick")[0])
+    squatter = tab(browser_at(app, "/?study=quick")[0])
+    squatter.ok("join", prolific("owned2", "guessed"))
+    owner.ok("join", prolific("owned2", "s-1"))
+    owner.ok("consent", {"agree": True})
+    squatter.refused("consent", {"agree": True}, "under another session")
+    rows = participants_exported(app, "quick")
+    assert rows.loc["prolific:owned2:s-1", "flags"] == ""
+    assert not rows.loc["prolific:owned2:guessed", "several_sessions"]
+
+
+def test_one_browser_with_several_platform_ids_is_flagged(app, tab):
+    """Several Prolific accounts taken part from one browser: each is a platform id of its own, so the server
+    cannot refuse them; the export flags every participation of the study that shares a consenting browser."""
+    http, _ = browser_at(app, "/?study=quick")
+    for pid in ("acct-a", "acct-b"):
+        player = tab(http)
+        player.ok("join", prolific(pid, "s-1"))
+        player.ok("consent", {"agree": True})
+    tab(http).ok("join", prolific("acct-c", "s-1"))          # joined, never consented: no participation
+    elsewhere = tab(browser_at(app, "/?study=quick")[0])
+    elsewhere.ok("join", prolific("acct-d", "s-1"))
+    elsewhere.ok("consent", {"agree": True})
+    rows = participants_exported(app, "quick")
+    shared = [bool(rows.loc[f"prolific:{p}:s-1", "shared_browser"]) for p in ("acct-a", "acct-b", "acct-c", "acct-d")]
+    assert shared == [True, True, False, False]
+    assert "shared_browser" in rows.loc["prolific:acct-a:s-1", "flags"].split("+")
+    assert rows.loc["prolific:acct-a:s-1", "browsers"] == rows.loc["prolific:acct-b:s-1", "browsers"] != \
+        rows.loc["prolific:acct-d:s-1", "browsers"]
+
+
+def test_mturk_preview_is_no_session(app, tab):
+    """MTurk opens the HIT's page in preview with assignmentId ASSIGNMENT_ID_NOT_AVAILABLE: that is nobody's
+    session, refused with what to do, and no participation is made."""
+    player = tab(browser_at(app, "/?study=realb")[0])
+    preview = {"study": "realb", "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "h-1"}
+    for payload in ({**preview, "workerId": "W-preview"}, preview):
+        player.refused("join", payload, "accept the HIT")
+    assert player.state is None
+    assert app.extensions["exag"].store.participant("realb", "mturk:W-preview:ASSIGNMENT_ID_NOT_AVAILABLE") is None
+
+
+def test_a_cookie_the_server_did_not_sign_is_no_browser(app, tab):
+    """Any cookie value was a browser id. The page's cookie is signed by the server (server/browser.py); a made-up
+    one, an edited one, or another id under a real signature is no browser: the page gives a new one, a join is
+    refused as without a cookie, the rating API as well."""
+    http, page = browser_at(app, "/?study=ctl")
+    genuine = page.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
+    browser_id, _, signature = genuine.rpartition(".")
+    edited = genuine[:-1] + ("A" if genuine[-1] != "A" else "B")
+    forged = ["browser-1", "test-browser-1", edited, f"someone-else.{signature}", f"{browser_id}x.{signature}"]
+    for cookie in forged:
+        http.set_cookie(browser.COOKIE, cookie)
+        assert browser.COOKIE in http.get("/?study=ctl").headers.get("Set-Cookie", "")     # a new one replaces it
+        http.set_cookie(browser.COOKIE, cookie)                                             # the forger's again
+        player = tab(http)
+        player.refused("join", {"study": "ctl", "pid": "forger", "arm": "none"}, "allow cookies")
+        assert player.state is None
+        link = parse_qs(urlsplit(app.extensions["exag"].rating.link("forger-rater")).query)
+        rating = http.get("/api/rate/next", query_string={k: v[0] for k, v in link.items()})
+        assert rating.status_code == 403 and "cookie" in rating.get_json()["error"]
+    assert app.extensions["exag"].store.participant("ctl", "pid:forger") is None
+    http.set_cookie(browser.COOKIE, genuine)
+    tab(http).ok("join", {"study": "ctl", "pid": "forger", "arm": "none"})

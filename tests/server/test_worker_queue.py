@@ -19,7 +19,6 @@ import redis as redis_lib
 from server_setup import server_config, write_studies
 from socket_player import socket_client, started
 
-from server import browser
 from server.app import create_app
 from server.inference import BatchSettings
 from server.rounds import FAST, GROUP, PREPARE, RESULT, SLOW, TAKEN, WORKERS, RoundJob, RoundQueue, RoundTimeout
@@ -31,7 +30,7 @@ ALL = ["attention", "objscene", "relqa", "introspect"]
 
 def start_game(play, study: str, pid: str, arm: str = "none") -> tuple[tuple[str, str], str]:
     """A participant through join, consent and instructions, straight through Play (no Socket.IO)."""
-    who, _, _ = play.join({"study": study, "pid": pid, "arm": arm}, browser.new_id())
+    who, _, _ = play.join({"study": study, "pid": pid, "arm": arm}, play.browsers.new_id())
     play.consent(who, {"agree": True})
     play.begin(who, {})
     return who, play.view(*who)["game"]["game_id"]
