@@ -5,6 +5,11 @@ one dies, stopped with the server. Torch loads in those processes, never in this
     workers = WorkerProcesses(worker_arguments(config, threads=1), count=2, threads=1)
     ...
     workers.stop()
+
+Each supervisor reads its workers' exit statuses itself. Anything else in this process that reaps children
+must call `reap_workers()` before it does: gunicorn's master (server/serve.py) waits on any child
+(waitpid(-1)) on SIGCHLD, and took every worker's status first, which Popen then read as "exited with status
+0", a `kill -9` included (issue 51).
 """
 from __future__ import annotations
 
@@ -16,10 +21,12 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 from vqa_agent.threads import thread_env
 
 log = logging.getLogger(__name__)
+_SUPERVISING: weakref.WeakSet[WorkerProcesses] = weakref.WeakSet()    # this process's, for reap_workers()
 
 
 class WorkerProcesses:
@@ -36,7 +43,12 @@ class WorkerProcesses:
         self._popen = lambda i: subprocess.Popen(
             [sys.executable, "-m", "exag_cli", "worker", *arguments, *(["--device", devices[i]] if devices[i] else [])],
             preexec_fn=_die_with_parent, env=env)
-        self._procs = [self._popen(i) for i in range(count)]
+        # held while a worker starts or is polled: one that dies in between is polled by whoever waits on the lock
+        # (reap_workers(), before gunicorn's waitpid(-1)), never reaped unseen
+        self._reaping = threading.Lock()
+        with self._reaping:
+            self._procs = [self._popen(i) for i in range(count)]
+            _SUPERVISING.add(self)
         self._delays = [self.RESTART_DELAY_S] * count
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._supervise, name="exag-worker-supervisor", daemon=True)
@@ -46,11 +58,18 @@ class WorkerProcesses:
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
 
+    def reap(self) -> None:
+        """Collects the exit status of every worker that has ended (Popen keeps it, for `_supervise` to log)."""
+        with self._reaping:
+            for proc in self._procs:
+                proc.poll()
+
     def _supervise(self) -> None:
         started = [time.monotonic()] * len(self._procs)
         while not self._stopping.wait(0.5):
+            self.reap()
             for i, proc in enumerate(self._procs):
-                if proc.poll() is None or self._stopping.is_set():
+                if proc.returncode is None or self._stopping.is_set():
                     continue
                 lived = time.monotonic() - started[i]
                 self._delays[i] = self.RESTART_DELAY_S if lived > 60 else \
@@ -59,11 +78,13 @@ class WorkerProcesses:
                             i, proc.pid, exit_status(proc.returncode), lived, self._delays[i])
                 if self._stopping.wait(self._delays[i]):
                     return
-                self._procs[i], started[i] = self._popen(i), time.monotonic()
+                with self._reaping:
+                    self._procs[i], started[i] = self._popen(i), time.monotonic()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stopping.set()
         self._thread.join(timeout=5)
+        _SUPERVISING.discard(self)
         for proc in self._procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -74,6 +95,13 @@ class WorkerProcesses:
             except Exception:       # noqa: BLE001 - subprocess.TimeoutExpired: it would not stop
                 proc.kill()
                 proc.wait(timeout=5)
+
+
+def reap_workers() -> None:
+    """Collects the exit status of every inference worker of this process that has ended, for its supervisor's
+    log; called by gunicorn's master before it reaps any child of its own (server/serve.py)."""
+    for workers in list(_SUPERVISING):
+        workers.reap()
 
 
 def gpus_here() -> int:

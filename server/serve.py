@@ -15,14 +15,17 @@ one cannot play there), and with one it also takes long-polling. The Socket.IO m
 (server/events.py) lets any process emit to any player. Web processes on several machines: `exag serve
 --workers 0 --redis-url URL` behind a proxy with sticky sessions (docs/operations.md).
 
-The master process (this one) holds the embedded Redis and its supervisor; the app, with its threads,
-is created in the forked worker (threads do not survive a fork), which gunicorn restarts if it dies.
+The master process (this one) holds the embedded Redis and its supervisor, and this machine's inference
+workers and theirs (server/processes.py, whose exit statuses it collects before gunicorn reaps its own
+children); the app, with its threads, is created in the forked worker (threads do not survive a fork), which
+gunicorn restarts if it dies.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -31,6 +34,7 @@ from flask import Flask
 
 from .config import LiveReport, ServerConfig
 from .embedded_redis import EmbeddedRedis
+from .processes import reap_workers as reap_inference_workers
 
 DEFAULT_WEB_THREADS = 1000    # an open websocket holds one thread of the pool: at least the players at once, and more
                               # (with 300, a 400-player load test had 477 connections refused)
@@ -138,6 +142,13 @@ def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: 
         "worker_exit": worker_exit,
     }
 
+    class WebArbiter(Arbiter):
+        def reap_workers(self) -> None:
+            # gunicorn's waitpid(-1) reaps any child: this process's inference workers' statuses go to their
+            # supervisor first (else a `kill -9` was logged "exited with status 0", issue 51)
+            reap_inference_workers()
+            super().reap_workers()
+
     class WebProcess(BaseApplication):
         def load_config(self) -> None:
             for key, value in options.items():
@@ -147,13 +158,18 @@ def _run_gunicorn(config: ServerConfig, make_app: Callable[[], Flask], threads: 
             made.append(make_app())
             return made[0]
 
+    master, status = os.getpid(), 0
     try:
-        Arbiter(WebProcess()).run()         # gunicorn's master loop: SIGTERM stops gracefully, Ctrl-C at once
-    except SystemExit as stop:              # the arbiter always ends with sys.exit
-        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        WebArbiter(WebProcess()).run()      # gunicorn's master loop: SIGTERM stops gracefully, Ctrl-C at once
+    except SystemExit as stop:              # the arbiter always ends with sys.exit, and so does a forked web process
+        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except KeyboardInterrupt:
-        return 0
-    return 0
+        pass
+    if os.getpid() != master:     # a forked web process ends here: its caller's clean-up (Redis, workers) is the master's
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def _exit_on_term(signum, frame) -> None:

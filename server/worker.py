@@ -14,8 +14,8 @@ delays a question by at most one. A new game's image preparation (the prepare st
 question waits (or in a slow job's turn), and is dropped once it is stale. A worker that holds nothing reads
 every stream in one call; a slow job or a preparation read along with a question waits in the worker for its
 turn, and meanwhile only questions are read. A worker that dies leaves its jobs pending; another claims
-them after CLAIM_AFTER_MS. The result key is written with SET NX, so a job computed twice (a claim racing
-a slow worker) is still answered once.
+them after CLAIM_AFTER_MS, and later forgets the dead worker (server/worker_registry.py). The result key is
+written with SET NX, so a job computed twice (a claim racing a slow worker) is still answered once.
 
 At start a worker embeds the pool with the server's agent (once per world and agent, stored beside the
 world) for the web processes' image-set choice, answers one warm-up question with it (what /healthz waits
@@ -48,6 +48,7 @@ from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # t
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
 from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob, ensure_groups, warmup_job
+from .worker_registry import FORGET_EVERY_S, forget_dead, leave
 from .worker_results import publish
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class Worker:
                 self.pool.scene(i)
         self.looking = PoolLook(self)                    # at the pool's images while idle (server/pool_look.py)
         self._held: list[tuple[str, str, str]] = []      # (stream, entry id, job json) read but not yet handled
-        self._claimed_at = self._beat_at = 0.0
+        self._claimed_at = self._beat_at = self._forgot_at = 0.0
         self._slow_due = 0.0                             # when a waiting slow job gets its share next
         self._masks_kept = 0                             # pool images whose true masks are decoded (idle steps)
         self._masks_wanted = min(len(self.pool), MASK_CACHE) if self.pool.has_ground_truth and config.warm_pool else 0
@@ -152,7 +153,7 @@ class Worker:
         if self._thread is not None:
             self._thread.join(timeout=30)
         try:
-            self.redis.hdel(WORKERS, self.name)
+            leave(self.redis, self.name)            # WORKERS, and the group where it holds no job
         except redis.RedisError:
             pass
         self.redis.close()
@@ -270,6 +271,9 @@ class Worker:
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
         self._cpu = {}
+        if self._beat_at - self._forgot_at > FORGET_EVERY_S:    # dead workers: out of WORKERS and the group
+            self._forgot_at = self._beat_at
+            forget_dead(self.redis, self.name)
 
     def _answer_warmup(self) -> None:
         """The server's agent answers one warm-up question before the worker reads any round (its first
