@@ -5,7 +5,9 @@ the messages the browser sends) and report outcomes and the ask-to-answer times 
 
 With `--players N --duration S` it is a load test (`run_load`): N participants at once, each on a
 connection of its own, playing back to back with the load profile of `game.players.LoadPlayer`; it
-reports p50/p95/p99 per event, errors, timeouts, throughput, and the server's CPU and RSS.
+reports p50/p95/p99 per event, errors, timeouts, throughput, and the server's CPU and RSS. Every failure is
+counted: a message refused, or lost with its connection (the participant then reconnects, as a reload), and
+a participant that fails in any other way (the slot plays on with the next).
 
     exag bot --url http://127.0.0.1:5000 --players 50 --duration 60 --mix at-will=0.5 --server-pid PID
 """
@@ -40,6 +42,10 @@ class BotTimeout(BotError):
     """No reply within the reply timeout."""
 
 
+class BotDisconnected(BotError):
+    """The connection is gone (the server, or its web process, stopped or was killed): no reply will come."""
+
+
 class BotRefused(BotError):
     """The server answered `error`."""
 
@@ -71,6 +77,7 @@ class Bot:
         self.client = socketio.Client(reconnection=False)
         self.client.on("state", lambda text: self.replies.put(("state", json.loads(text))))
         self.client.on("error", lambda error: self.replies.put(("error", error)))
+        self.client.on("disconnect", lambda *reason: self.replies.put(("disconnect", None)))
         self.cookie = cookie or browser_cookie(url, study)
         self.client.connect(url, transports=["websocket"], wait_timeout=30,
                             headers={"Cookie": f"{browser.COOKIE}={self.cookie}"})
@@ -87,17 +94,23 @@ class Bot:
             raise
 
     def send(self, event: str, payload: dict) -> dict:
-        while not self.replies.empty():        # drop stale replies
-            self.replies.get_nowait()
+        while not self.replies.empty():        # drop stale replies (a lost connection stays lost)
+            if self.replies.get_nowait()[0] == "disconnect":
+                raise BotDisconnected(f"{event} not sent: the connection is gone")
         time.sleep(max(0.0, self._last_sent + MIN_INTERVAL_S - time.monotonic()))
         self._last_sent = time.monotonic()
         sent = time.perf_counter()
-        self.client.emit(event, payload)
+        try:
+            self.client.emit(event, payload)
+        except socketio.exceptions.SocketIOError as error:      # BadNamespaceError: not connected any more
+            raise BotDisconnected(f"{event} not sent: the connection is gone ({type(error).__name__})") from error
         while True:
             try:
                 kind, data = self.replies.get(timeout=self.reply_timeout_s)
             except queue.Empty:
                 raise BotTimeout(f"no reply to {event} within {self.reply_timeout_s:g} s") from None
+            if kind == "disconnect":
+                raise BotDisconnected(f"no reply to {event}: the connection is gone")
             if kind == "error":
                 self.errors.append(data)
                 raise BotRefused(f"{event} refused: {data['message']}", data)
@@ -173,6 +186,7 @@ def _percentiles(times: list[float]) -> dict:
 # CPU; the report gives the bot's own CPU so that a run on the server's machine can be judged.
 
 FULL_RETRY_S = 10.0              # a participant refused at the door (the server is full) tries again after this
+FAILED_RETRY_S = 1.0             # a participant whose connection or thread failed: the next one starts after this
 LOAD_TIMEOUT_S = 30.0            # no reply within this is a timeout (the participant then reconnects)
 DEMO_CONTROLLED_ARMS = ("none", "attention", "relqa", "both", "nle", "introspect")   # studies/demo-controlled.json
 SAMPLE_EVERY_S = 1.0             # server CPU / RSS sampling
@@ -224,7 +238,7 @@ class _Recorder:
         except BotTimeout:
             self._count(self.timeouts, event)
             raise
-        except BotRefused as error:
+        except BotError as error:          # refused, or the connection is gone
             self._count(self.errors, event, str(error))
             raise
         with self.lock:
@@ -319,7 +333,12 @@ class _LoadParticipant(threading.Thread):
         if self.stop.wait(self.start_after_s):
             return
         while not self.stop.is_set():
-            self.play_participant(f"load-{self.slot}-{secrets.token_hex(4)}")
+            try:
+                self.play_participant(f"load-{self.slot}-{secrets.token_hex(4)}")
+            except Exception as error:     # noqa: BLE001 - counted, never a thread that ends unseen: the next one plays
+                self.recorder._count(self.recorder.errors, "participant",
+                                     f"participant failed: {type(error).__name__}: {error}")
+                self.stop.wait(FAILED_RETRY_S)
 
     def connect(self, pid: str, cookie: str | None) -> Bot | None:
         """A connection and its `join` (timed as the event `join`); None when it failed (counted)."""
@@ -340,7 +359,7 @@ class _LoadParticipant(threading.Thread):
             return None
         except Exception as error:        # refused or failed connection, or the study page failed
             self.recorder._count(self.recorder.errors, "connect", f"connect: {type(error).__name__}: {error}")
-            self.stop.wait(1.0)
+            self.stop.wait(FAILED_RETRY_S)
             return None
         with self.recorder.lock:
             self.recorder.times.setdefault("join", []).append(bot.last_reply_ms)
@@ -362,8 +381,8 @@ class _LoadParticipant(threading.Thread):
                 except BotRefused:
                     failures += 1              # state unchanged; `join` again resynchronises (a page refresh)
                     self.recorder.send(bot, "join", bot.join_payload)
-                except BotTimeout:
-                    failures += 1              # a late reply may still come: a fresh connection, as a reload
+                except (BotTimeout, BotDisconnected):
+                    failures += 1              # a late reply may come, or none can: a fresh connection (a reload)
                     bot.close()
                     bot = None if self.stop.is_set() else self.connect(pid, cookie)
                     if bot is None:

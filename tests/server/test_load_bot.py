@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -46,3 +48,26 @@ def test_a_load_spread_over_processes_is_one_report(live_server):
     assert "raw_times" not in report and report["events"]["ask"]["n"] > 0
     answered = sum(s["n"] for s in report["events"].values())
     assert report["messages"]["answered"] == answered and report["server"]["samples"] >= 4
+
+
+def test_a_participant_whose_connection_is_lost_counts_an_error_and_plays_on(live_server):
+    """Issue 51: a web process killed under `exag bot --players 60` ended 15 participant threads (python-socketio's
+    BadNamespaceError, not a bot error) and the report said 0 errors. Now a message that cannot be sent, or whose
+    reply cannot come, on a lost connection is an error, and the participant reconnects as a page reload does."""
+    report = {}
+    load = threading.Thread(target=lambda: report.update(run_load(
+        live_server.url, 3, 6.0, 0.5, studies={"at-will": "aw", "controlled": "ctl"}, arms=("none",),
+        question_interval_s=0.25, progress=False)))
+    load.start()
+    engine = live_server.app.extensions["socketio"].server.eio
+    deadline = time.monotonic() + 30
+    while len(engine.sockets) < 3:
+        assert time.monotonic() < deadline and load.is_alive(), "the participants did not connect"
+        time.sleep(0.05)
+    time.sleep(1.0)                                  # playing
+    for sid in list(engine.sockets):                 # as a killed web process drops its connections
+        engine.disconnect(sid)
+    load.join(timeout=90)
+    assert report["errors"]["total"] >= 1, report["errors"]
+    assert all("the connection is gone" in e for e in report["errors"]["examples"]), report["errors"]
+    assert report["events"]["join"]["n"] > 3 and report["stopped_cleanly"]      # back, each with a fresh connection
