@@ -19,11 +19,23 @@ from game.state import GameState, player_view
 from game.study import StudyConfig, explainers_of, for_the_secret, with_explanations
 
 from .participation import GAME, Participation, PlayError
-from .rounds import AgentFailed, RoundError, RoundJob
+from .rounds import NO_WORKER, AgentFailed, RoundError, RoundJob, RoundTimeout
 
 log = logging.getLogger(__name__)
 AGENT_STARTING = ("The agent is still starting on the server: your question waits for it and is answered as soon "
                   "as it is ready (this can take a minute).")
+
+
+def unanswered_cause(error: RoundError) -> str:
+    """Why a round went unanswered, as its `round_unanswered` event records it: "agent_failed" (its agent could
+    not be loaded or answer on a worker), "no_worker" (no live worker), "timeout" (a live worker did not answer
+    in time, or the answer was lost), else the worker's refusal (server/worker.py): "unparseable" (a question the
+    agent cannot read), "refused" (explainers it lacks), "failed" (it could not answer this round)."""
+    if isinstance(error, AgentFailed):
+        return "agent_failed"
+    if isinstance(error, RoundTimeout):
+        return "no_worker" if str(error) == NO_WORKER else "timeout"
+    return getattr(error, "cause", None) or "failed"
 
 
 class GameStage(Participation):
@@ -144,7 +156,8 @@ class GameStage(Participation):
             # refused with its reason, and recorded: a question nobody answered is in the log, never lost
             self.store.commit(events=[self._event_for(state, record, {
                 "type": "round_unanswered", "request": "explain" if slow else "ask", "question": question,
-                "reason": str(error), "round": len(state.rounds) - (1 if slow else 0)})])
+                "reason": str(error), "cause": unanswered_cause(error),
+                "round": len(state.rounds) - (1 if slow else 0)})])
             raise PlayError(str(error)) from error
         return result, result["shown"], result["graded"]
 

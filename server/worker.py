@@ -42,13 +42,14 @@ import redis
 from game.pool import GamePool
 from vqa_agent.memory import keep_freed_memory
 from vqa_agent.threads import pin_threads, thread_pools
+from vqa_agent.tokenizer import QuestionError
 
 from . import json_text
 from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
 from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob, ensure_groups, warmup_job
-from .worker_registry import FORGET_EVERY_S, forget_dead, leave
+from .worker_registry import forget_dead, leave
 from .worker_results import publish
 
 log = logging.getLogger(__name__)
@@ -271,9 +272,7 @@ class Worker:
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
         self._cpu = {}
-        if self._beat_at - self._forgot_at > FORGET_EVERY_S:    # dead workers: out of WORKERS and the group
-            self._forgot_at = self._beat_at
-            forget_dead(self.redis, self.name)
+        self._forgot_at = forget_dead(self.redis, self.name, self._forgot_at)    # dead workers leave WORKERS, group
 
     def _answer_warmup(self) -> None:
         """The server's agent answers one warm-up question before the worker reads any round (its first
@@ -351,8 +350,9 @@ class Worker:
                                    tuple(job.for_the_secret), job.seed)
             try:
                 predictor.check(request)
-            except ValueError as error:
-                finished.append((job, {"error": str(error)}))
+            except ValueError as error:        # a question the agent cannot read, or explainers it lacks
+                cause = "unparseable" if isinstance(error, QuestionError) else "refused"    # server/game_stage.py
+                finished.append((job, {"error": str(error), "cause": cause}))
                 continue
             kind = "explain" if stream == SLOW else "ask_explained" if job.for_every_image or job.for_the_secret \
                 else "ask"

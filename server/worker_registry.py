@@ -6,7 +6,7 @@ workers after CLAIM_AFTER_MS, server/worker.py `_claim`, so none is lost). A wor
 Before (issue 51), a killed worker stayed in both for good (after kills, 4 of 6 entries and 8 of 11 consumers
 were dead ones).
 
-    forget_dead(client, own_name)    # a live worker, every FORGET_EVERY_S
+    done_at = forget_dead(client, own_name, done_at)    # a live worker, with its heartbeat
     leave(client, name)              # a worker that stops
 """
 from __future__ import annotations
@@ -38,9 +38,13 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 """
 
 
-def forget_dead(client: redis.Redis, own_name: str) -> None:
+def forget_dead(client: redis.Redis, own_name: str, done_at: float = 0.0) -> float:
     """Removes the workers not seen for FORGET_AFTER_S from WORKERS, and from each stream's group where they
-    hold no job; consumers no live worker owns (left before this was done) go too. `client` decodes responses."""
+    hold no job; consumers no live worker owns (left before this was done) go too. `client` decodes responses.
+    Done at most every FORGET_EVERY_S: `done_at` is when it was last done (time.monotonic()), and the return."""
+    now = time.monotonic()
+    if done_at and now - done_at < FORGET_EVERY_S:
+        return done_at
     try:
         oldest, alive = time.time() - FORGET_AFTER_S, {own_name}
         delete_worker = client.register_script(DELETE_IF_UNCHANGED)
@@ -60,6 +64,7 @@ def forget_dead(client: redis.Redis, own_name: str) -> None:
                     delete_consumer(keys=[stream], args=[GROUP, consumer["name"]])
     except redis.ResponseError as error:     # a stream or its group gone (a flushed Redis): looked at next time
         log.warning("worker %s could not look for dead workers: %s", own_name, error)
+    return now
 
 
 def leave(client: redis.Redis, name: str) -> None:
