@@ -62,7 +62,12 @@ def warmup_job(agent: str) -> "RoundJob":
 
 
 class RoundError(ValueError):
-    """A round that could not be answered; the text is for the player."""
+    """A round that could not be answered; the text is for the player, `cause` the worker's reason in one word
+    when it refused the round ("unparseable", "refused": server/worker.py; server/game_stage.py records it)."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class RoundTimeout(RoundError):
@@ -161,7 +166,7 @@ class RoundQueue:
         if "agent_failed" in result:
             raise AgentFailed(result["error"], result["agent_failed"])
         if "error" in result:
-            raise RoundError(result["error"])
+            raise RoundError(result["error"], result.get("cause"))
         return result
 
     def _wait_for_reply(self, job: RoundJob, started: float, give_up_alone: float):

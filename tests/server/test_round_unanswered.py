@@ -40,8 +40,6 @@ def test_the_worker_says_why_it_refused_a_round(app):
     assert "English" in results[0]["error"] and "no-such" in results[1]["error"]
 
 
-@pytest.mark.xfail(strict=True, reason="server/rounds.py RoundQueue.submit does not yet pass the worker's `cause` "
-                                       "on with its RoundError (the lead's file; see issue 51's report)")
 def test_a_question_the_agent_cannot_read_is_recorded_as_unparseable(app, connect):
     player = started(connect, "ctl", "unreadable-1", "none")
     player.refused("ask", {"game_id": player.game["game_id"], "question": UNREADABLE}, "English")
