@@ -7,7 +7,6 @@ import json
 import shutil
 import time
 
-import pytest
 from server_setup import server_config, write_studies
 from socket_player import socket_client, started
 
