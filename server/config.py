@@ -49,6 +49,7 @@ class ServerConfig:
     # refusals and limits (docs/protocol.md): open Socket.IO connections per client address (per web
     # process; behind a proxy every client has the proxy's address), and diagnostics of refusals
     max_connections_per_address: int = 20
+    max_connections_per_process: int = 5000   # all addresses together: what one web process may hold (~50 KB each)
     refusals_logged_per_second: float = 2.0   # per client address, bursts up to event_burst; more are only answered
     diagnostics_max_len: int = 10_000          # the capped stream exag:diagnostics keeps about this many
     # Socket.IO's message queue on the Redis, so any web process can emit to any player (server/events.py);

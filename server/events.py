@@ -42,6 +42,7 @@ from .rounds import waiting_notice
 from .schemas import SCHEMAS, SchemaError, validate
 from .store import MAX_CONNECTIONS, Store, StoredJSON
 from .throttle import Throttle
+from .transport_bounds import bound
 
 log = logging.getLogger(__name__)
 UNREADABLE = "?"            # the `event` of the error that answers a frame the server could not read
@@ -51,6 +52,9 @@ MESSAGE_QUEUE_CHANNEL = "exag:socketio"      # the Redis pub/sub channel all web
 CPU_STATS = "exag:cpu:web"                   # CPU per event, summed over web processes (see the module docstring)
 CPU_FLUSH_S = 1.0                            # how often a web process adds its totals to CPU_STATS (at most)
 STORED_MARK = "\x00exag:stored-json"         # where as_text puts stored text (a player's text holds no NUL)
+BINARY_PACKETS = ("5", "6")                  # Socket.IO's BINARY_EVENT and BINARY_ACK: attachments follow
+BINARY_REFUSED = "binary messages are not accepted; the connection is closed"
+ONE_PAYLOAD = "an event carries one payload: [name, payload]"
 
 
 def message_queue(redis_url: str) -> EvictingQueue:
@@ -194,12 +198,14 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
         address = request.remote_addr or ""
         with counting:
             full = open_from.get(address, 0) >= config.max_connections_per_address
-            if not full:
+            everyone = len(addresses) >= config.max_connections_per_process
+            if not full and not everyone:
                 open_from[address] = open_from.get(address, 0) + 1
                 addresses[request.sid] = address
-        if full:
+        if full or everyone:
             message = (f"too many open connections from your address (at most {config.max_connections_per_address}); "
-                       "close other tabs of the game and try again")
+                       "close other tabs of the game and try again") if full else \
+                "the server holds as many connections as it can; please try again in a few minutes"
             diagnose("connection_refused", address, None, message=message)
             raise ConnectionRefusedError(message)
 
@@ -222,30 +228,50 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
     read = socketio.server._handle_eio_message    # python-socketio's reader of engine.io messages
 
     def read_or_answer(eio_sid: str, frame) -> None:
+        # The game sends no binary data: a binary frame, or a binary event's header (packet types 5 and 6, which
+        # announce attachments that python-socketio would keep, whatever their count, until the last one came),
+        # closes the connection before anything is buffered
+        if isinstance(frame, (bytes, bytearray)) or (isinstance(frame, str) and frame[:1] in BINARY_PACKETS):
+            refuse_binary(eio_sid, frame)
+            return
         try:
             read(eio_sid, frame)
         except ValueError as error:     # Frame's UnreadableFrame, and python-socketio's own for packets out of place
             unreadable(eio_sid, frame, error)
 
+    def refuse_binary(eio_sid: str, frame) -> None:
+        server = socketio.server
+        sid = server.manager.sid_from_eio_sid(eio_sid, "/")
+        address = (server.environ.get(eio_sid) or {}).get("REMOTE_ADDR", "")
+        diagnose("unreadable", address, sid, event=UNREADABLE, message=BINARY_REFUSED, frame=repr(frame[:120]),
+                 action="closed")
+        if sid is not None and server.manager.is_connected(sid, "/"):
+            socketio.emit("error", {"event": UNREADABLE, "message": BINARY_REFUSED}, to=sid)
+        server.eio.disconnect(eio_sid)
+
     socketio.server.eio.on("message", read_or_answer)
+    bound(socketio, config.max_connections_per_address, config.max_connections_per_process)   # below Socket.IO
 
     def make_handler(event: str):
-        def handle(payload=None):
+        def handle(*payloads):
             started = time.thread_time()
             # a round that waits on busy workers tells this player its answer is coming (server/rounds.py)
             sid = request.sid
             notice = waiting_notice.set(lambda message: socketio.emit("notice", {"event": event, "message": message},
                                                                       to=sid))
             try:
-                answer(payload)
+                answer(*payloads)
             finally:
                 waiting_notice.reset(notice)
                 cpu.add(event, time.thread_time() - started)
 
-        def answer(payload) -> None:
+        def answer(payload=None, *more) -> None:
             sid = request.sid
             if not throttle.allow(sid):
                 refuse(event, "too many messages; please slow down", type(payload).__name__)
+                return
+            if more:       # Socket.IO lets an event carry any number of arguments; the game's carry one
+                refuse(event, ONE_PAYLOAD, "arguments")
                 return
             try:
                 data = validate(event, payload)
@@ -287,7 +313,8 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
             except LockError:
                 refuse(event, "the server is busy with your previous message; try again", "lock")
             except Exception:
-                log.exception("%s failed", event)
+                if noted.allow(request.remote_addr or ""):    # a traceback per frame would let a client fill the disk
+                    log.exception("%s failed", event)
                 emit("error", {"event": event, "message": "something went wrong on the server; your game is unchanged"})
         return handle
 

@@ -20,6 +20,7 @@ WEB_MODULES = (
     "server.inference", "server.json_text", "server.locks", "server.participation", "server.play", "server.processes",
     "server.rating_task", "server.release", "server.reports", "server.rounds", "server.routes", "server.schemas",
     "server.serve", "server.slots", "server.store", "server.study_check", "server.throttle", "server.torch_free",
+    "server.transport_bounds",
     # what they read below them: the game's rules and study logic, the explainers' names and scales, the
     # world (the pool's scenes and renders) and the agents' checkpoints (located, never loaded)
     "game", "game.assignment", "game.checks", "game.commands", "game.export", "game.image_pool", "game.image_sets",
