@@ -48,7 +48,7 @@ from . import json_text
 from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
 from .respond import MASK_CACHE, finish_round, pool_masks
-from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, RoundJob, ensure_groups, warmup_job
+from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, WORKER_CPU, RoundJob, ensure_groups, warmup_job
 from .worker_registry import forget_dead, leave
 from .worker_results import publish
 
@@ -65,7 +65,7 @@ FEATURE_CACHE = None       # images whose features a worker keeps; None: the who
 FEATURE_MARGIN = 64        # images beyond the pool a worker's agent keeps too (questions about other images)
 MASKS_PER_IDLE_STEP = 16   # pool images whose true masks an idle step decodes (server/respond.py keeps them)
 SLOW_SHARE_S = 0.5         # a waiting slow job is taken at least this often, however many questions wait
-CPU_STATS = "exag:cpu:worker"   # CPU per kind of job, summed over workers (see the module docstring)
+CPU_STATS = WORKER_CPU   # CPU per kind of job, summed over workers (module docstring); admission reads it
 CPU_KINDS = ("ask", "ask_explained", "explain", "prepare")   # plain question, question of a round with
                            # explanations (controlled arms), explanations bought at will, a game's preparation
 AGENT_FAILED = "this study's agent could not be loaded on this server; please tell the researcher"
