@@ -114,12 +114,12 @@ RUN_DEPENDENT = {
     "rounds": ("time", "inference_ms", "ask_to_answer_ms"),
     "ratings": ("time",),
     "explanations": (),
-    "participants": ("joined", "consented", "finished", "fast_games", "flags"),
+    "participants": ("joined", "consented", "finished", "fast_games", "flags", "browsers"),   # browsers: random ids
     "assignments": ("assigned",),
     "studies": ("created",),
     "rater_ratings": ("time",),
     "problems": (),
-    "events": ("id", "time", "inference_ms", "ask_to_answer_ms", "seconds", "explanations.seconds"),
+    "events": ("id", "time", "inference_ms", "ask_to_answer_ms", "seconds", "explanations.seconds", "browser"),
 }
 
 

@@ -116,13 +116,13 @@ def test_points_never_go_below_zero_through_the_server(app, connect):
 def test_quality_flags_mark_participants_who_did_not_really_play(app, connect):
     """A fabricated id reached the completion code of a controlled study in seconds with no question:
     with the paper's "guess any time" (min_questions 0) it still can, but the export and the monitor flag it."""
-    rusher = started(connect, "quick", "rusher")
+    rusher = started(lambda: connect("browser-rusher"), "quick", "rusher")
     finish_games(rusher, 0)
     rusher.ok("questionnaire", {"answers": answers_for(rusher.state, "")})
     assert rusher.state["stage"] == "done"
-    liner = started(connect, "ctl", "straight-liner", "none")
+    liner = started(lambda: connect("browser-straight-liner"), "ctl", "straight-liner", "none")
     finish_games(liner, 2, rating=RATINGS[4])
-    honest = started(connect, "ctl", "honest", "none")
+    honest = started(lambda: connect("browser-honest"), "ctl", "honest", "none")
     for n in range(4):
         gid = honest.game["game_id"]
         for rating in (RATINGS[n], RATINGS[n + 1]):
