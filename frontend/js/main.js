@@ -39,12 +39,7 @@ const ctx = {
     hideAlert();
     focusBeforeBusy = focusKey(document.activeElement);
     ctx.ui.busy = event;
-    clearTimeout(busyTimer);
-    busyTimer = setTimeout(() => {
-      ctx.ui.busy = null;
-      showAlert("The server did not answer. Please try again.");
-      render();
-    }, ANSWER_TIMEOUT_MS);
+    waitForAnswer();
     socket.emit(event, payload);
     render();
   },
@@ -62,6 +57,16 @@ const ctx = {
   },
   alert: (message) => showAlert(message),
 };
+
+// A request the server never answers stops blocking the page after ANSWER_TIMEOUT_MS (restarted by a notice).
+function waitForAnswer() {
+  clearTimeout(busyTimer);
+  busyTimer = setTimeout(() => {
+    ctx.ui.busy = null;
+    showAlert("The server did not answer. Please try again.");
+    render();
+  }, ANSWER_TIMEOUT_MS);
+}
 
 function joinPayload() {
   const params = new URLSearchParams(window.location.search);
@@ -174,14 +179,7 @@ socket.on("notice", (notice) => {
   if (!notice || typeof notice.message !== "string") return;
   showAlert(notice.message);
   noticeShown = true;
-  if (ctx.ui.busy) {       // the server says the answer is coming: wait for it rather than call it lost
-    clearTimeout(busyTimer);
-    busyTimer = setTimeout(() => {
-      ctx.ui.busy = null;
-      showAlert("The server did not answer. Please try again.");
-      render();
-    }, ANSWER_TIMEOUT_MS);
-  }
+  if (ctx.ui.busy) waitForAnswer();   // the server says the answer is coming: wait for it rather than call it lost
 });
 // The answer to `history`: an earlier round's explanations, kept by the game view.
 socket.on("round", (data) => {
