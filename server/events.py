@@ -211,18 +211,20 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
 
     def unreadable(eio_sid: str, frame, error: ValueError) -> None:
         """A frame python-socketio could not read: answered with `error`, or, before the connection
-        has connected, closed; noted either way."""
+        has connected or past its throttle, closed; noted either way."""
         server = socketio.server
         sid = server.manager.sid_from_eio_sid(eio_sid, "/")
         address = (server.environ.get(eio_sid) or {}).get("REMOTE_ADDR", "")
-        answered = sid is not None and server.manager.is_connected(sid, "/")
+        # answered while the connection's throttle allows, like any message: a flood of them closes it
+        answered = sid is not None and server.manager.is_connected(sid, "/") and throttle.allow(sid)
         diagnose("unreadable", address, sid, event=UNREADABLE, message=str(error), frame=repr(frame[:120]),
                  action="answered" if answered else "closed")
         if answered:
             socketio.emit("error", {"event": UNREADABLE, "message": f"the server could not read your message: {error}"},
                           to=sid)
         else:
-            log.info("closing %s (%s): unreadable frame before connecting: %s", eio_sid, address, error)
+            log.info("closing %s (%s): unreadable frame before connecting or past the throttle: %s", eio_sid, address,
+                     error)
             server.eio.disconnect(eio_sid)
 
     read = socketio.server._handle_eio_message    # python-socketio's reader of engine.io messages
