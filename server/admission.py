@@ -25,12 +25,12 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
 
-from . import json_text
-from .rounds import FAST, GROUP, SLOW, WORKER_CPU, WORKER_STALE_S, WORKERS
+from .rounds import FAST, GROUP, SLOW, WORKER_CPU
 
 ACTIVE = "exag:active"            # member "study\tpid" -> the participant's latest message (unix time)
 COUNTS = "exag:admission"         # refused:<study> (joins turned away), refused (all studies)
@@ -149,8 +149,10 @@ class Load:
 class Admission:
     """One web process's view of the server's load, read from Redis at most every LOOK_EVERY_S."""
 
-    def __init__(self, client: redis.Redis, settings: AdmissionSettings | None = None) -> None:
-        self.redis, self.settings = client, settings or AdmissionSettings()
+    def __init__(self, client: redis.Redis, live_workers: Callable[[], dict[str, dict]],
+                 settings: AdmissionSettings | None = None) -> None:
+        """client: the store's (responses decoded); live_workers: what live workers published (RoundQueue.published)."""
+        self.redis, self.live_workers, self.settings = client, live_workers, settings or AdmissionSettings()
         self._oldest = client.register_script(OLDEST_WAITING)
         self._admit = client.register_script(ADMIT)
         self._samples: list[tuple[float, float, int]] = []   # (time, the workers' CPU ms so far, active players)
@@ -174,7 +176,7 @@ class Admission:
         ({"refused": all studies, "refused:<study>": one}): what /healthz and the console show."""
         load = self.load()
         return {**load.to_dict(), "full": load.full(self.settings),
-                "refused": {k.decode() if isinstance(k, bytes) else k: int(v) for k, v in self.redis.hgetall(COUNTS).items()}}
+                "refused": {k: int(v) for k, v in self.redis.hgetall(COUNTS).items()}}
 
     def load(self) -> Load:
         with self._lock:
@@ -188,10 +190,9 @@ class Admission:
         pipe.zremrangebyscore(ACTIVE, "-inf", now - self.settings.active_window_s)
         pipe.zcard(ACTIVE)
         pipe.hgetall(WORKER_CPU)
-        pipe.hgetall(WORKERS)
-        _, active, stats, workers = pipe.execute()
-        live = [w for w in map(json_text.loads, workers.values()) if now - w.get("seen", 0) < WORKER_STALE_S]
-        cpu_ms = sum(float(v) for k, v in stats.items() if (k.decode() if isinstance(k, bytes) else k).endswith(":cpu_ms"))
+        _, active, stats = pipe.execute()
+        live = list(self.live_workers().values())
+        cpu_ms = sum(float(v) for k, v in stats.items() if k.endswith(":cpu_ms"))
         cost, measured = self._cost(time.monotonic(), cpu_ms, active)
         budget = worker_budget_ms_per_s(live, self.settings.worker_share)
         # no live worker publishes a budget (none started yet, or all gone): /healthz says so, not the door
@@ -222,7 +223,6 @@ class Admission:
         ages = [0.0]
         for first, factor in ((fast, 1.0), (slow, SLOW_AGE_FACTOR)):
             if first:
-                first = first.decode() if isinstance(first, bytes) else first
                 ages.append(max(0.0, now - int(first.split("-")[0]) / 1000) / factor)
         return max(ages)
 

@@ -209,22 +209,21 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
             diagnose("connection_refused", address, None, message=message)
             raise ConnectionRefusedError(message)
 
-    def unreadable(eio_sid: str, frame, error: ValueError) -> None:
-        """A frame python-socketio could not read: answered with `error`, or, before the connection
-        has connected or past its throttle, closed; noted either way."""
+    def unreadable(eio_sid: str, frame, why: str, reply: str, close: bool = False) -> None:
+        """A frame the game does not take: answered with `error` (`reply`) while its connection is connected and
+        its throttle allows (like any message: a flood of them closes it); closed before the connection has
+        connected, past its throttle, or when `close` (binary data); noted either way."""
         server = socketio.server
         sid = server.manager.sid_from_eio_sid(eio_sid, "/")
         address = (server.environ.get(eio_sid) or {}).get("REMOTE_ADDR", "")
-        # answered while the connection's throttle allows, like any message: a flood of them closes it
-        answered = sid is not None and server.manager.is_connected(sid, "/") and throttle.allow(sid)
-        diagnose("unreadable", address, sid, event=UNREADABLE, message=str(error), frame=repr(frame[:120]),
-                 action="answered" if answered else "closed")
+        answered = sid is not None and server.manager.is_connected(sid, "/") and (close or throttle.allow(sid))
+        closing = close or not answered
+        diagnose("unreadable", address, sid, event=UNREADABLE, message=why, frame=repr(frame[:120]),
+                 action="closed" if closing else "answered")
         if answered:
-            socketio.emit("error", {"event": UNREADABLE, "message": f"the server could not read your message: {error}"},
-                          to=sid)
-        else:
-            log.info("closing %s (%s): unreadable frame before connecting or past the throttle: %s", eio_sid, address,
-                     error)
+            socketio.emit("error", {"event": UNREADABLE, "message": reply}, to=sid)
+        if closing:
+            log.info("closing %s (%s): %s", eio_sid, address, why)
             server.eio.disconnect(eio_sid)
 
     read = socketio.server._handle_eio_message    # python-socketio's reader of engine.io messages
@@ -234,22 +233,12 @@ def register(socketio: SocketIO, play: Play, store: Store, config: ServerConfig)
         # announce attachments that python-socketio would keep, whatever their count, until the last one came),
         # closes the connection before anything is buffered
         if isinstance(frame, (bytes, bytearray)) or (isinstance(frame, str) and frame[:1] in BINARY_PACKETS):
-            refuse_binary(eio_sid, frame)
+            unreadable(eio_sid, frame, BINARY_REFUSED, BINARY_REFUSED, close=True)
             return
         try:
             read(eio_sid, frame)
         except ValueError as error:     # Frame's UnreadableFrame, and python-socketio's own for packets out of place
-            unreadable(eio_sid, frame, error)
-
-    def refuse_binary(eio_sid: str, frame) -> None:
-        server = socketio.server
-        sid = server.manager.sid_from_eio_sid(eio_sid, "/")
-        address = (server.environ.get(eio_sid) or {}).get("REMOTE_ADDR", "")
-        diagnose("unreadable", address, sid, event=UNREADABLE, message=BINARY_REFUSED, frame=repr(frame[:120]),
-                 action="closed")
-        if sid is not None and server.manager.is_connected(sid, "/"):
-            socketio.emit("error", {"event": UNREADABLE, "message": BINARY_REFUSED}, to=sid)
-        server.eio.disconnect(eio_sid)
+            unreadable(eio_sid, frame, str(error), f"the server could not read your message: {error}")
 
     socketio.server.eio.on("message", read_or_answer)
     bound(socketio, config.max_connections_per_address, config.max_connections_per_process)   # below Socket.IO

@@ -36,7 +36,7 @@ class Participation:
 
     def __init__(self, store: Store, pool: GamePool, agents: Agents, config: ServerConfig) -> None:
         self.store, self.pool, self.agents, self.config = store, pool, agents, config
-        self.admission = Admission(store.redis, config.admission)     # who may join when the server is busy
+        self.admission = Admission(store.redis, agents.queue.published, config.admission)   # who may join when busy
         self._rng = np.random.default_rng()      # real studies (no seed): one unpredictable generator for all
         self._rng_lock = threading.Lock()
 

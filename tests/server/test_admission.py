@@ -77,7 +77,9 @@ def test_a_finished_or_silent_participant_frees_a_place(app, tiny_agent_dir, age
                                    write_studies(tmp_path / "studies"), inprocess_workers=0))
     try:
         redis = web.extensions["exag"].store.redis
-        admission = Admission(redis, AdmissionSettings(max_players=2, active_window_s=60))
+        services = web.extensions["exag"]
+        admission = Admission(redis, services.agents.queue.published,
+                              AdmissionSettings(max_players=2, active_window_s=60))
         now = time.time()
         playing = {"study": "ctl", "pid": "pid:playing", "stage": "game", "last_seen": now}
         finishing = {"study": "ctl", "pid": "pid:finishing", "stage": "questionnaire", "last_seen": now}
@@ -182,7 +184,8 @@ def test_without_max_players_the_capacity_is_the_workers_budget_over_a_players_c
     """`app` runs one in-process worker thread: its budget is one core's share, and before enough players were
     measured a player costs DEFAULT_CPU_MS_PER_PLAYER_S."""
     from server.admission import DEFAULT_CPU_MS_PER_PLAYER_S
-    load = Admission(app.extensions["exag"].store.redis, AdmissionSettings()).load()
+    services = app.extensions["exag"]
+    load = Admission(services.store.redis, services.agents.queue.published, AdmissionSettings()).load()
     assert load.workers >= 1 and not load.measured
     assert load.budget_ms_per_s == pytest.approx(1000 * AdmissionSettings.worker_share * load.workers)
     assert load.capacity == int(load.budget_ms_per_s / DEFAULT_CPU_MS_PER_PLAYER_S)
