@@ -181,11 +181,11 @@ class RoundQueue:
             if notice is not None and now - started >= BUSY_NOTICE_S:
                 notice(BUSY_NOTICE)
                 notice = None
-            until = min(job.deadline, give_up_alone if now < give_up_alone else now + REPLY_SLICE_S,
-                        started + BUSY_NOTICE_S if notice is not None else job.deadline)
+            # wake by the next moment that changes something: the notice is due, the lone wait ends, the deadline
+            due = [job.deadline, give_up_alone] + ([started + BUSY_NOTICE_S] if notice is not None else [])
+            wait_s = min(REPLY_SLICE_S, math.ceil(min(t for t in due if t > now) - now))
             try:
-                reply = self.redis.blpop([REPLY.format(job.job_id)],
-                                         timeout=max(1, min(REPLY_SLICE_S, math.ceil(until - now))))
+                reply = self.redis.blpop([REPLY.format(job.job_id)], timeout=max(1, wait_s))
             except (redis.TimeoutError, redis.ConnectionError):
                 time.sleep(0.05)         # Redis is slow or reconnecting: look again until the deadline
                 continue
