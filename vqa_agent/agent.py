@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_AGENT, resolve_agent_path   # noqa: F401 - also read from here
 from .config import AgentConfig, fingerprint_dict
+from .evidence_map import CellShares
 from .known_image import KnownImage
 from .run_lengths import mask_to_rle
 from .model import CONCEPT_SLICES, CONCEPTS, DETECTION_STRIDE, ImageFeatures, Objects, VQAModel
@@ -131,7 +132,8 @@ class AgentOutput:
     answer: str
     probability: float
     top_k: list[tuple[str, float]]
-    spatial_attention: np.ndarray             # grid (gh, gw) of weights summing to 1
+    spatial_attention: np.ndarray             # grid (rows, columns) of weights summing to 1: where the answer's
+                                              # evidence lies (vqa_agent/evidence_map.py), the board's heatmap
     proposals: list[Proposal]
     concept_probabilities: dict[str, float]   # p(O|I) for each object/scene word
     question_embedding: np.ndarray
@@ -144,6 +146,9 @@ class AgentOutput:
     # `refusal` says why. The game refuses such questions before they reach the agent (Vocabulary.check).
     outside_words: list[str] = field(default_factory=list)
     refusal: str | None = None
+    # the network's own spatial attention grid (VQAModel.reason, mean over steps): an input to its memory,
+    # not where its answer came from (evidence_map.py says why); kept for research, never drawn
+    network_attention: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def question_per_image(images: Sequence, questions: Sequence[str] | str) -> list[str]:
@@ -273,7 +278,7 @@ class VQAAgent:
                          projected=tuple(x.to(STORE_DTYPE) for x in self.model.project(grid, mine)),
                          proposals=proposals, masks=packed, size=(height, width), concepts=concepts,
                          perceived=perceive(objects, j, scores.cpu()) if self.config.symbolic else None,
-                         rles=[compact_rle(m) for m in packed.unpack(height, width)])
+                         rles=[compact_rle(m) for m in packed.unpack(height, width)], cells=CellShares.of_masks(masks))
 
     @torch.inference_mode()
     def prepare(self, images: Sequence) -> None:
@@ -376,7 +381,7 @@ class VQAAgent:
         top_p, top_i = (t.tolist() for t in probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1))
         object_attention = reasoning.object_attention.cpu().tolist()
         # each to the host once for the batch: on a GPU a copy per output is a synchronisation per output
-        spatial_attention, question_embedding = reasoning.spatial_attention.cpu().numpy(), reasoning.question.cpu().numpy()
+        network_attention, question_embedding = reasoning.spatial_attention.cpu().numpy(), reasoning.question.cpu().numpy()
         outputs = []
         for n, (question_text, image) in enumerate(zip(questions, seen)):
             top_k = [(self.vocabulary.answers[j], p) for p, j in zip(top_p[n], top_i[n])]
@@ -394,15 +399,18 @@ class VQAAgent:
                 # stay as alternatives, scaled to share what the program's answer leaves
                 top_k = [(symbolic.answer, symbolic.probability)] + \
                     [(a, p * (1 - symbolic.probability)) for a, p in top_k if a != symbolic.answer][: self.config.top_k - 1]
-                attention = [float(k in symbolic.evidence) / max(len(symbolic.evidence), 1)
-                             for k in range(len(image.proposals))]
+                # an answer about nothing ("no", "0") rests on every perceived object not matching
+                looked = symbolic.evidence or range(len(image.proposals))
+                attention = [float(k in looked) / max(len(looked), 1) for k in range(len(image.proposals))]
             refusal = question_read.refusal
             masks = [] if brief else image.masks.unpack(*image.size)
             if image.rles is None and not brief:        # an image stored before they were kept: once
                 image.rles = [compact_rle(m) for m in masks]
+            if image.cells is None:                     # likewise
+                image.cells = CellShares.of_masks(image.masks.unpack(*image.masks.shape[1:]))
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
-                spatial_attention=spatial_attention[n].copy(),
+                spatial_attention=image.cells.spread(attention),
                 proposals=[] if brief else [replace(p, attention=attention[k], mask=masks[k], rle=image.rles[k])
                                             for k, p in enumerate(image.proposals)],
                 concept_probabilities=dict(image.concepts), question_embedding=question_embedding[n].copy(),
@@ -410,7 +418,7 @@ class VQAAgent:
                 answered_by="program" if symbolic is not None else "classifier",
                 program_scene=symbolic.scene if symbolic is not None else None,
                 outside_words=list(question_read.outside_words),
-                refusal=refusal))
+                refusal=refusal, network_attention=network_attention[n].copy()))
         return outputs
 
     def _read(self, question: str) -> "ReadQuestion":
@@ -454,6 +462,7 @@ class SeenImage:
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
     rles: list[dict] | None = None   # the masks' run lengths at the image's size (int32 counts): every attention
                                      # explanation of the image sends them (~0.4 KB a mask)
+    cells: CellShares | None = None  # the masks spread over the evidence grid: each answer's spatial map (~1 KB)
 
 
 def compact_rle(mask: np.ndarray) -> dict:

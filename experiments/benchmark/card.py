@@ -18,8 +18,8 @@ unless --explainers names some (any name a study can use, an import path "module
 | e-ViL S_T, S_E, S_O (proxy and fact-checked) | e_vil.py | text (nle, introspect, nle-other), relqa as text |
 | F1@ExplanationScore (V-FLUTE) | f1_at_es.py | the same |
 | faithfulness (counterfactual text and image edits, input reconstruction) | faithfulness.py | text and attention |
-| localisation (relevance mass, relevance rank, pointing game) | localisation.py | attention |
-| sanity (model parameter randomisation) | sanity.py | attention |
+| localisation (relevance mass, relevance rank, pointing game) of the outlines and, apart, of the heatmap as drawn; the heatmap's mass and peak on objects beside a uniform map's | localisation.py | attention |
+| sanity (model parameter randomisation), outlines and heatmap | sanity.py | attention |
 | word and related-answer checks | word_checks.py | objscene, relqa |
 | contradictions: states / contradicts the answer, per answer type, and the check's own error rates | contradictions.py | text |
 
@@ -123,7 +123,7 @@ def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[st
     from experiments.benchmark.explanation_grades import explanation_grades
     from experiments.benchmark.f1_at_es import f1_at_es
     from experiments.benchmark.faithfulness import faithfulness
-    from experiments.benchmark.localisation import localisation
+    from experiments.benchmark.localisation import card_localisation
     from experiments.benchmark.sanity import sanity
     from experiments.benchmark.word_checks import word_checks
     return {
@@ -132,7 +132,7 @@ def measure_runners(agent, items, outputs, seed: int, progress: bool) -> dict[st
         "f1_at_es": lambda name, explainer, ex: f1_at_es(items, outputs, ex, progress=progress),
         "faithfulness": lambda name, explainer, ex: faithfulness(agent, explainer, items, outputs, seed=seed,
                                                                  progress=progress),
-        "localisation": lambda name, explainer, ex: localisation(ex, items, progress=progress),
+        "localisation": lambda name, explainer, ex: card_localisation(ex, items, progress=progress),
         "sanity": lambda name, explainer, ex: sanity(agent, items[:SANITY_ITEMS], explainer_name=name, seed=seed,
                                                      progress=progress),
         "word_checks": lambda name, explainer, ex: word_checks(ex, items, outputs),
@@ -213,6 +213,15 @@ COLUMNS = [   # (header, path into an explainer's entry)
     ("pointing game", ("localisation", "pointing_game")),
     ("sanity Spearman (randomised)", ("sanity", "final_spearman")),
     ("sanity objects' Spearman", ("sanity", "final_spearman_objects")),
+    # the heatmap as the board draws it (issue 52), beside the outlines' columns above
+    ("map on objects", ("localisation", "map", "drawn", "mass_on_objects")),
+    ("uniform map on objects", ("localisation", "map", "drawn", "uniform_on_objects")),
+    ("map peak on an object", ("localisation", "map", "drawn", "peak_on_an_object")),
+    ("map peak on the asked object", ("localisation", "map", "drawn", "one_object", "peak_on_it")),
+    ("map relevance mass", ("localisation", "map", "relevance_mass")),
+    ("map pointing game", ("localisation", "map", "pointing_game")),
+    ("map moved %", ("faithfulness", "counterfactual_image", "grid", "pct_moved")),
+    ("map sanity Spearman", ("sanity", "final_spearman_map")),
     ("ObjScene word precision", ("word_checks", "precision")),
     ("RelQA answers right", ("word_checks", "accuracy")),
     ("RelQA coherence", ("word_checks", "coherence")),
@@ -241,6 +250,24 @@ def contradiction_lines(card: dict) -> list[str]:
     return lines
 
 
+def heatmap_lines(card: dict) -> list[str]:
+    """What each attention explainer's heatmap, as the board draws it, puts on the objects; a map below a
+    uniform one is said first and loudly (issue 52: the maps players saw pointed at the background)."""
+    lines = []
+    for name, entry in card["explainers"].items():
+        drawn = (entry.get("localisation") or {}).get("map", {}).get("drawn") if isinstance(entry, dict) else None
+        if not drawn or drawn.get("mass_on_objects") is None:
+            continue
+        one = drawn["one_object"]
+        warning = "**Below a uniform map: this heatmap points at the background.** " if drawn["below_uniform"] else ""
+        lines.append(f"- {name}: {warning}{drawn['mass_on_objects']:.1f}% of the drawn heatmap's mass on object pixels "
+                     f"(a uniform map: {drawn['uniform_on_objects']:.1f}%), its peak on an object in "
+                     f"{drawn['peak_on_an_object']:.1f}% of {drawn['n']} images"
+                     + (f", on the asked object in {one['peak_on_it']:.1f}% of {one['n']} one-object questions"
+                        if one["n"] else "") + ".")
+    return ["", "## The heatmap players see", ""] + lines if lines else []
+
+
 def markdown(card: dict) -> str:
     agent = card["agent"]
     lines = [f"# Benchmark card: agent `{agent['name']}` on `{card['world']}`", "",
@@ -259,6 +286,7 @@ def markdown(card: dict) -> str:
                       if isinstance(e.get("sanity"), dict) and "not_applicable" in e["sanity"]
                       and "explanations are" not in e["sanity"]["not_applicable"]})
     lines += ["", f"Sanity not run: {skipped[0]}."] if skipped else []
+    lines += heatmap_lines(card)
     lines += contradiction_lines(card)
     truth = card.get("ground_truth")
     if truth:

@@ -12,9 +12,17 @@ object (an answer about absence: "is there a green cube?" -> no), or whose evide
 behind others (no pixel), have no mask to hit: they are skipped and counted.
 
 Attribution a: the attention payload as attention mass per pixel at the image's resolution
-(explainers.attention.attribution_map): each attended proposal's weight spread evenly over its mask, or,
-for a payload without attended proposals, each spatial grid cell's weight over its pixels. So a sums to
-1 and its mass on a region is the share of attention there (the rule explainers/grading.py grades by).
+(explainers.attention.attribution_map), from one of its two drawn parts (`source`): the outlines
+("objects": each attended proposal's weight spread evenly over its mask) or the heatmap ("grid": the
+spatial map interpolated between cell centres exactly as the board draws it); "auto" is the outlines
+when some proposal is attended, else the heatmap (the rule explainers/grading.py grades by). So a sums to
+1 and its mass on a region is the share of attention there. The card scores both parts separately.
+
+`drawn_on_objects` describes the heatmap against every object's pixels (issue 52's figures): its share
+on objects beside a uniform map's, whether it peaks on an object, and on the object a one-object
+question asks about. Before issue 52 the shipped agents' heatmap was the network's grid attention and
+put 0-4% of its mass on objects (a uniform map: 8.7%); tests/experiments/benchmark fail when it is
+below a uniform map's.
 
 Measures, per item, then averaged over the items and given in percent (x100):
 - relevance mass accuracy: sum of a inside s / sum of a.
@@ -144,3 +152,49 @@ def localisation(explanations: Sequence, items: Sequence, progress: bool = True,
             "chance": 100 * float(np.mean(chance)) if chance else None,
             "by_type": {t: summary(rows) for t, rows in sorted(by_type.items())},
             "source": source, "library": f"quantus {quantus.__version__}", "definitions": DEFINITIONS}
+
+
+def drawn_on_objects(explanations: Sequence, items: Sequence, source: str = "grid") -> dict:
+    """Where the map the board draws puts its mass (issue 52): against every object's pixels, not the
+    question's evidence. Per item, the map's share on object pixels (beside a uniform map's: the share of
+    the image the objects cover), whether its highest pixel lies on an object, and, for a question about
+    one object (its program needs exactly one, visible), whether that pixel lies on that object. An
+    `effect`-free description of a map: it says what players see, not whether it is faithful."""
+    if len(explanations) != len(items):
+        raise ValueError(f"got {len(explanations)} explanations for {len(items)} items")
+    on, uniform, peaks, on_asked, empty = [], [], [], [], 0
+    for explanation, item in zip(explanations, items):
+        payload = (explanation.to_dict() if hasattr(explanation, "to_dict") else explanation)["payload"]
+        drawn = attribution_map(payload, item.masks.shape, source)
+        objects = item.masks >= 0
+        if not drawn.sum() > 0 or not objects.any():
+            empty += 1
+            continue
+        peak = np.unravel_index(int(np.argmax(drawn)), drawn.shape)
+        on.append(float(drawn[objects].sum() / drawn.sum()))
+        uniform.append(float(objects.mean()))
+        peaks.append(bool(objects[peak]))
+        asked = evidence_objects(program_from_json(item.program), item.scene) if item.program else []
+        if len(asked) == 1 and (item.masks == asked[0]).any():
+            on_asked.append(item.masks[peak] == asked[0])
+    percent = (lambda v: 100 * float(np.mean(v)) if v else None)
+    mass, chance = percent(on), percent(uniform)
+    return {"n": len(on), "without_mass": empty, "source": source,
+            "mass_on_objects": mass, "uniform_on_objects": chance,
+            "below_uniform": None if mass is None else mass < chance,
+            "peak_on_an_object": percent(peaks),
+            "one_object": {"n": len(on_asked), "peak_on_it": percent(on_asked)},
+            "definitions": {
+                "mass_on_objects": "the drawn map's mass on any object's pixels / its total, mean over items, percent",
+                "uniform_on_objects": "the same for a uniform map: the share of the image the objects cover",
+                "peak_on_an_object": "percent of items whose highest drawn pixel lies on an object",
+                "one_object": "questions whose program needs exactly one visible object: percent whose highest "
+                              "drawn pixel lies on that object"}}
+
+
+def card_localisation(explanations: Sequence, items: Sequence, progress: bool = True) -> dict:
+    """The card's localisation of an attention explainer: the outlines (source "auto", as before issue 52)
+    and, under "map", the heatmap as drawn: the same measures and drawn_on_objects."""
+    return {**localisation(explanations, items, progress, "auto"),
+            "map": {**localisation(explanations, items, progress, "grid"),
+                    "drawn": drawn_on_objects(explanations, items, "grid")}}

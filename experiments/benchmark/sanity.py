@@ -16,7 +16,9 @@ answered by the same randomised agent), and the maps are compared item by item w
 - spearman: Spearman's rank correlation between the trained and the randomised attribution maps of an
   item (scipy.stats.spearmanr over the pixels, as Adebayo et al.; maps as in localisation.py:
   explainers.attention.attribution_map at the image's resolution), averaged over the items where it is
-  defined (a constant map has no ranks; `undefined` counts those items).
+  defined: a trained map that is constant has no ranks to keep (`undefined` counts those items); a
+  randomised map that is constant where the trained one is not keeps none of its ranking (0: an agent
+  randomised down to its detector finds no object, and its evidence map is even, vqa_agent/evidence_map.py).
 - spearman_objects: the same over the scene's objects: the rank correlation of the attribution mass
   each object of the world's instance mask holds under the two maps (mean over items where defined).
 - top_object_changed: the share of items whose most attended scene object (the one holding the most
@@ -72,6 +74,7 @@ DEFINITIONS = {
                 "maps of an item, mean over items where defined (constant maps: `undefined`)",
     "spearman_objects": "Spearman rank correlation between the attribution mass each scene object holds under the "
                         "two maps, mean over items where defined",
+    "spearman_map": "the pixel Spearman of the heatmap as the board draws it (source grid), whatever `source` is",
     "top_object_changed": "percent of items whose scene object with the most attribution mass differs",
     "verdict": f"passes when the fully randomised maps keep a mean pixel Spearman below {SIMILAR_SPEARMAN}",
 }
@@ -108,10 +111,12 @@ def randomised_copy(agent: VQAAgent, layers: Sequence[str], seed: int = 0) -> VQ
 
 
 def rank_correlation(first: np.ndarray, second: np.ndarray) -> float | None:
-    """Spearman's rho between two maps (or any two arrays of values, element by element); None when
-    either is constant."""
-    if np.ptp(first) == 0 or np.ptp(second) == 0:
+    """Spearman's rho between a trained map and a randomised one (or any two arrays of values, element by
+    element); None when the first is constant (no ranking to keep), 0 when only the second is (it keeps none)."""
+    if np.ptp(first) == 0:
         return None
+    if np.ptp(second) == 0:
+        return 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(spearmanr(first.ravel(), second.ravel()).statistic)
@@ -134,16 +139,17 @@ def mean_defined(values: list[float | None]) -> float | None:
     return float(np.mean(defined)) if defined else None
 
 
-def attention_maps(agent: VQAAgent, explainer_name: str, items: Sequence, seed: int, source: str,
-                   options: dict) -> list[np.ndarray]:
-    """The explainer's attribution map of each item, for this agent's own answers."""
+def attention_maps(agent: VQAAgent, explainer_name: str, items: Sequence, seed: int, sources: tuple[str, ...],
+                   options: dict) -> dict[str, list[np.ndarray]]:
+    """The explainer's attribution map of each item from each of `sources`, for this agent's own answers."""
     from explainers import load_explainer
     explainer = load_explainer(explainer_name, agent, **options)
     if explainer.kind != "attention":
         raise ValueError(f"the randomisation check compares attention maps; {explainer_name} explanations "
                          f"are {explainer.kind!r}")
     explanations = explain(explainer, items, answer(agent, items), agent, seed=seed)
-    return [attribution_map(e.payload, it.masks.shape, source) for e, it in zip(explanations, items)]
+    return {source: [attribution_map(e.payload, it.masks.shape, source) for e, it in zip(explanations, items)]
+            for source in sources}
 
 
 def sanity(agent: VQAAgent, items: Sequence, explainer_name: str = "attention", seed: int = 0,
@@ -153,25 +159,33 @@ def sanity(agent: VQAAgent, items: Sequence, explainer_name: str = "attention", 
     if len(items) < 2:
         raise ValueError("the check needs at least 2 items (shams take another item's image)")
     options = options or {}
-    trained = attention_maps(agent, explainer_name, items, seed, source, options)
+    # the heatmap as drawn is checked beside the chosen source (issue 52: the card measures what players see)
+    sources = (source, "grid") if source != "grid" else (source,)
+    trained_maps = attention_maps(agent, explainer_name, items, seed, sources, options)
+    trained = trained_maps[source]
     trained_top = [top_object(m, it.masks) for m, it in zip(trained, items)]
     layers = cascade_layers(agent.model)
     stages = []
     for k in tqdm(range(len(layers)), desc=f"sanity {explainer_name}", disable=not progress):
         randomised = randomised_copy(agent, layers[:k + 1], seed)     # cumulative: the layers above stay random
-        maps = attention_maps(randomised, explainer_name, items, seed, source, options)
+        randomised_maps = attention_maps(randomised, explainer_name, items, seed, sources, options)
+        maps = randomised_maps[source]
         pixels = [rank_correlation(a, b) for a, b in zip(trained, maps)]
+        drawn = [rank_correlation(a, b) for a, b in zip(trained_maps["grid"], randomised_maps["grid"])]
         objects = [rank_correlation(object_masses(a, it.masks), object_masses(b, it.masks))
                    for a, b, it in zip(trained, maps, items)]
         changed = [top_object(m, it.masks) != t for m, it, t in zip(maps, items, trained_top)]
         stages.append({"randomised": list(layers[:k + 1]), "spearman": mean_defined(pixels),
+                       "spearman_map": mean_defined(drawn),
                        "spearman_objects": mean_defined(objects),
                        "undefined": pixels.count(None), "undefined_objects": objects.count(None),
-                       "top_object_changed": 100 * float(np.mean(changed))})
+                       "spearman_map": "the pixel Spearman of the heatmap as the board draws it (source grid), whatever `source` is",
+    "top_object_changed": 100 * float(np.mean(changed))})
     return {"explainer": explainer_name, "n": len(items), "source": source, "stages": stages,
             # the fully randomised agent against the trained one: the headline of a card
             "final_spearman": stages[-1]["spearman"] if stages else None,
             "final_spearman_objects": stages[-1]["spearman_objects"] if stages else None,
+            "final_spearman_map": stages[-1]["spearman_map"] if stages else None,
             "verdict": verdict(stages), "threshold": SIMILAR_SPEARMAN, "definitions": DEFINITIONS}
 
 

@@ -4,8 +4,10 @@ in float32 with full-resolution masks (VQAModel's own calls, nothing stored).
 
 Tolerances: float16 keeps 11 significant bits (relative rounding <= 2**-11 ~ 5e-4 per stored value). With the
 shipped agents on 40 pool images x 5 questions the compact store moved probabilities by at most 1.3e-4,
-object attention by 1.2e-4 and a spatial attention cell by 6.6e-4 (the cells' float16 projection inside the
-softmax over 300 cells; about 0.1% of the largest cell); the bounds below leave a few times that.
+object attention by 1.2e-4 and a spatial attention cell by 6.6e-4 (then the network's grid attention: the cells'
+float16 projection inside the softmax over 300 cells; about 0.1% of the largest cell); the bounds below leave a
+few times that. The spatial map is now the object attention spread over the masks (vqa_agent/evidence_map.py),
+so a cell moves by at most the object attention's error.
 """
 import json
 
@@ -15,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from vqa_agent.evidence_map import CellShares
 from vqa_agent.agent import STORE_DTYPE, PackedMasks, VQAAgent, as_rgb_array, pad_questions, to_model_input
 
 PROBABILITY_TOLERANCE = 1e-3     # every answer's probability, and the top-k's
@@ -47,10 +50,12 @@ def fresh_float32(agent: VQAAgent, image: np.ndarray, question: str) -> dict:
     boxes, scores = model.propose(features.detection)[0]
     objects = model.objects(features, [boxes])
     masks = model.proposal_masks(features.detection, [boxes], *image.shape[:2])[0].numpy()
+    small = model.proposal_masks(features.detection, [boxes], agent.config.image_height, agent.config.image_width)[0]
     ids, lengths = pad_questions([agent.vocabulary.encode(question, agent.config.max_question_words)])
     reasoning = model.reason(*model.encode_questions(ids, lengths), features.grid, objects, torch.tensor([0]))
+    attention = reasoning.object_attention[0, :len(boxes)].numpy()
     return {"probabilities": torch.softmax(reasoning.logits, dim=1)[0].numpy(), "masks": masks,
-            "spatial": reasoning.spatial_attention[0].numpy(), "objects": reasoning.object_attention[0, :len(boxes)].numpy()}
+            "spatial": CellShares.of_masks(small.numpy()).spread(attention), "objects": attention}
 
 
 def test_the_compact_store_answers_as_features_computed_afresh_in_float32(agent, images):

@@ -170,8 +170,10 @@ function drawAttention(grid, objects, width, height) {
 
 function paintHeat(image, grid, width, height) {
   const rows = grid.length, cols = rows ? grid[0].length : 0;
-  const max = Math.max(0, ...grid.flat().map(Number).filter(Number.isFinite));
-  if (!rows || !cols || max <= 0) return;
+  const values = grid.flat().map(Number).filter(Number.isFinite);
+  const max = Math.max(0, ...values);
+  // an even grid says the evidence lies nowhere in particular (vqa_agent/evidence_map.py): no heat
+  if (!rows || !cols || max <= 0 || Math.min(...values) === max) return;
   const cell = (r, c) => Math.max(0, Number(grid[r][c]) || 0) / max;
   const t = new Float32Array(width * height);
   for (let y = 0; y < height; y++) {

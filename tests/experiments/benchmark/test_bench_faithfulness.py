@@ -120,8 +120,8 @@ def test_attention_moved_entirely_onto_the_edited_object_counts_as_moved():
     assert attention_mass(on_object, region) == pytest.approx(1.0)
     assert moved(attention_mass(elsewhere, region), attention_mass(on_object, region))
     assert not moved(attention_mass(on_object, region), attention_mass(on_object, region))
-    # the grid alone: all of it in cells the object does not reach
-    assert attention_mass(on_object, region, "grid") == pytest.approx(0.0)
+    # the grid alone, as drawn: its corner cell fades out before the object
+    assert attention_mass(on_object, region, "grid") < 0.05
     # a removal is judged on where the object was
     scene, edit = edit_scene(SCENE, 0, "remove", np.random.default_rng(0))
     assert (edited_region(item, item, edit) == (before.mask == 0)).all()

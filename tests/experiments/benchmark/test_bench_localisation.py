@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from experiments.benchmark.items import BenchItem, answer, explain, load_items
-from experiments.benchmark.localisation import evidence_mask, localisation, localisation_scores
+from experiments.benchmark.localisation import (card_localisation, drawn_on_objects, evidence_mask, localisation,
+                                                 localisation_scores)
 from experiments.benchmark.sanity import (CASCADE, SIMILAR_SPEARMAN, cascade_layers, object_masses,
                                           randomised_copy, rank_correlation, sanity, top_object, verdict)
 from explainers import Explanation, load_explainer
-from explainers.attention import attribution_map, mask_to_rle
+from explainers.attention import attribution_map, drawn_grid, mask_to_rle
 from explainers.grading import GroundTruth, grade_attention
 from hand_scenes import FIVE_OBJECTS, hand_scene
 from vqa_agent.agent import VQAAgent
@@ -107,7 +108,10 @@ def test_the_grid_is_spread_over_its_pixels_when_no_proposal_is_attended(rendere
     grid[int(ys.mean()) * GRID[0] // item.masks.shape[0], int(xs.mean()) * GRID[1] // item.masks.shape[1]] = 1
     p = payload(item.masks, {}, grid)
     heat = attribution_map(p, item.masks.shape)
-    assert heat.sum() == pytest.approx(1.0) and heat.max() == pytest.approx(1 / heat[heat > 0].size)
+    # drawn as the board draws it: interpolated between cell centres, hottest at the cell's centre
+    assert heat.sum() == pytest.approx(1.0) and np.allclose(heat, drawn_grid(grid, *heat.shape) / drawn_grid(grid, *heat.shape).sum())
+    peak = np.unravel_index(heat.argmax(), heat.shape)
+    assert (peak[0] * GRID[0] // heat.shape[0], peak[1] * GRID[1] // heat.shape[1]) == tuple(int(v) for v in np.argwhere(grid)[0])
     scores = localisation([attention(p)], [item], progress=False)
     assert scores["pointing_game"] == 100.0 and scores["relevance_mass"] > 50
     # the grader's share of spatial attention on the evidence is the same mass
@@ -150,7 +154,8 @@ def test_rank_correlation_and_top_object_on_hand_maps():
     ramp = np.arange(8, dtype=float).reshape(2, 4)
     assert rank_correlation(ramp, ramp * 3 + 1) == pytest.approx(1.0)
     assert rank_correlation(ramp, -ramp) == pytest.approx(-1.0)
-    assert rank_correlation(ramp, np.ones_like(ramp)) is None
+    assert rank_correlation(np.ones_like(ramp), ramp) is None         # nothing to keep
+    assert rank_correlation(ramp, np.ones_like(ramp)) == 0.0          # an even map keeps none of the ranking
     assert object_masses(ramp, masks).tolist() == [0 + 1 + 4 + 5, 3 + 7]
     assert top_object(ramp ** 2, masks) == 1                # 0 + 1 + 16 + 25 on object 0, 9 + 49 on object 1
     assert top_object(np.where(masks == 0, 1.0, 0.0), masks) == 0
@@ -239,3 +244,36 @@ def test_the_sanity_check_runs_the_sham_in_rounds(agent, items):
     assert result["explainer"] == "attention-shuffled" and len(result["stages"]) == len(cascade_layers(agent.model))
     with pytest.raises(ValueError, match="attention maps"):
         sanity(agent, items[:3], explainer_name="objscene", progress=False)
+
+
+def test_the_drawn_heatmap_of_the_tiny_agent_is_on_the_objects_and_its_sham_is_not(agent, items):
+    """Issue 52: the heatmap players see, scored as the board draws it, must put more of its mass on object
+    pixels than a uniform map does (the network's own grid attention put less), and beat the shuffled sham."""
+    outputs = answer(agent, items)
+    real = card_localisation(explain(load_explainer("attention", agent), items, outputs, agent), items, progress=False)
+    sham = card_localisation(explain(load_explainer("attention-shuffled", agent), items, outputs, agent), items,
+                             progress=False)
+    drawn, sham_drawn = real["map"]["drawn"], sham["map"]["drawn"]
+    assert drawn["n"] == len(items) and drawn["source"] == "grid" and real["map"]["source"] == "grid"
+    assert drawn["below_uniform"] is False and drawn["mass_on_objects"] > 3 * drawn["uniform_on_objects"]
+    assert drawn["peak_on_an_object"] >= 80
+    assert drawn["mass_on_objects"] > sham_drawn["mass_on_objects"] + 20
+    # the outlines keep their own scores beside the map's (source auto: the outlines when attended)
+    assert real["source"] == "auto" and real["relevance_mass"] is not None
+
+
+def test_drawn_on_objects_reads_what_the_board_draws(rendered):
+    """By hand: a grid whose one hot cell sits on object 0, one on the background, and an even grid."""
+    item = hand_item(rendered, "What color is the large cube?")
+    ys, xs = np.nonzero(item.masks == 0)
+    on = np.zeros(GRID)
+    on[int(ys.mean()) * GRID[0] // item.masks.shape[0], int(xs.mean()) * GRID[1] // item.masks.shape[1]] = 1
+    off = np.zeros(GRID)
+    off[0, 0] = 1
+    scores = {name: drawn_on_objects([attention(payload(item.masks, {}, grid))], [item])
+              for name, grid in (("on", on), ("off", off), ("even", None))}
+    assert scores["on"]["peak_on_an_object"] == 100 and scores["on"]["one_object"] == {"n": 1, "peak_on_it": 100}
+    assert scores["on"]["mass_on_objects"] > 50 and scores["on"]["below_uniform"] is False
+    assert scores["off"]["mass_on_objects"] == pytest.approx(0) and scores["off"]["below_uniform"] is True
+    even = scores["even"]
+    assert even["mass_on_objects"] == pytest.approx(even["uniform_on_objects"]) == pytest.approx(100 * (item.masks >= 0).mean())
