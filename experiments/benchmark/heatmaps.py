@@ -24,14 +24,15 @@ import numpy as np
 
 from experiments.benchmark.items import load_items
 from experiments.benchmark.localisation import drawn_on_objects
-from explainers.attention import attention_payload
+from explainers.attention import attention_payload, attribution_map
+from vqa_agent.evidence_map import cell_of_pixel, grid_shape
 from vqa_agent.world.explanations import evidence_objects
 from vqa_agent.world.programs import program_from_json
 
 MIX = {"colour": "what color is the big shiny thing?", "shape": "what shape is the small rubber object?",
        "count": "how many cubes are there?", "material": "what material is the red thing?",
        "relation": "what color is the object left of the cylinder?"}
-MAPS = ("drawn", "network grid (before)", "shuffled sham")
+MAPS = ("drawn", "network grid (before)", "density (rejected)", "even per cell (rejected)", "shuffled sham")
 
 
 def asks_one_object(item) -> bool:
@@ -58,15 +59,24 @@ def pool_items(world: Path, images: int, seed: int = 0) -> tuple[list, list]:
 
 
 def payloads(outputs: list, which: str) -> list[dict]:
-    """The attention payloads of `which` map: the agent's drawn one, the network's grid in its place, or each
-    image's neighbour's drawn map (the shuffled sham: a map that knows nothing of this image)."""
+    """The attention payloads with `which` map as their grid: the agent's drawn one; the network's grid (the
+    board's map before issue 52); the alternatives measured against the shipped map (each proposal's weight
+    spread evenly over its mask's pixels, as a density at the image's resolution, or summed per cell of the
+    same grid); or each image's neighbour's drawn map (the shuffled sham: a map that knows nothing of it)."""
     found = [{"kind": "attention", "payload": attention_payload(o)} for o in outputs]
-    if which == "network grid (before)":
-        for f, o in zip(found, outputs):
+    for f, o in zip(found, outputs):
+        if which == "network grid (before)":
             f["payload"]["grid"] = np.asarray(o.network_attention, float)
-    elif which == "shuffled sham":
-        found = found[1:] + found[:1]
-    return found
+        elif which in ("density (rejected)", "even per cell (rejected)"):
+            density = attribution_map(f["payload"], o.proposals[0].mask.shape, "objects") if o.proposals else None
+            if density is None or not density.sum() > 0:
+                continue
+            if which == "even per cell (rejected)":
+                shape = grid_shape(*density.shape)
+                density = np.bincount(cell_of_pixel(*density.shape), weights=density.ravel(),
+                                      minlength=shape[0] * shape[1]).reshape(shape)
+            f["payload"]["grid"] = density
+    return found[1:] + found[:1] if which == "shuffled sham" else found
 
 
 def measure(agent_name: str, items: list, one_object: list, log=print) -> dict:

@@ -5,7 +5,7 @@ import pytest
 
 from explainers.attention import attention_payload, attribution_map
 from vqa_agent.agent import VQAAgent
-from vqa_agent.evidence_map import EVIDENCE_COLUMNS, CellShares, grid_shape
+from vqa_agent.evidence_map import EVIDENCE_COLUMNS, CellShares, cell_of_pixel, grid_shape
 
 
 def test_shares_spread_each_mask_over_the_cells_it_covers():
@@ -17,8 +17,16 @@ def test_shares_spread_each_mask_over_the_cells_it_covers():
     assert set(shares.owner.tolist()) == {0, 1}
     grid = shares.spread([0.75, 0.25, 0.0])
     assert grid.dtype == np.float32 and grid.sum() == pytest.approx(1)
-    assert grid[:4, :4].sum() == pytest.approx(0.75) and grid[6:, 6:].sum() == pytest.approx(0.25)
-    assert grid[:4, :4].std() == 0                          # evenly over the mask's pixels
+    # each object as hot as its weight, whatever its size: 16 cells at 0.75 and 4 at 0.25, scaled to sum to 1
+    assert np.ptp(grid[:4, :4]) == 0 and np.ptp(grid[6:, 6:]) == 0
+    assert grid[0, 0] / grid[7, 7] == pytest.approx(3) and grid[:4, :4].sum() == pytest.approx(12 / 13)
+    assert grid[4:6].sum() == 0 and grid[:, 4:6].sum() == 0
+    # a cell half covered holds half its object's weight: 4 x 80 pixels make 2 x 40 cells of 2 x 2
+    masks = np.zeros((2, 4, 80), bool)
+    masks[0, 0:2, 0:2] = True        # the whole of cell (0, 0)
+    masks[1, 0, 2:4] = True          # the top half of cell (0, 1)
+    grid = CellShares.of_masks(masks).spread([0.5, 0.5])
+    assert grid.shape == (2, 40) and grid[0, 0] == pytest.approx(2 * grid[0, 1]) and grid.sum() == pytest.approx(1)
     # no weight, or weight only on an empty mask: the evidence is nowhere in particular (an even grid)
     for weights in ([0, 0, 0], [0, 0, 1], []):
         spread = (CellShares.of_masks(masks) if weights else CellShares.of_masks(masks[:0])).spread(weights)
@@ -41,22 +49,25 @@ def test_the_agents_map_is_its_object_attention_on_the_masks(agent, agent_world)
     from experiments.benchmark.items import load_items
     items = load_items(agent_world, max_items=12)
     outputs = agent.answer([it.image for it in items], [it.question for it in items])
-    on_objects, uniform = [], []
+    on_objects, uniform, hottest_on_heaviest = [], [], []
     for item, out in zip(items, outputs):
-        assert out.spatial_attention.shape == grid_shape(agent.config.image_height, agent.config.image_width)
-        assert out.spatial_attention.sum() == pytest.approx(1, abs=1e-5) and (out.spatial_attention >= 0).all()
-        # the drawn map against the outlines' own pixel map: the same weights, so the same mass per object
-        payload = attention_payload(out)
-        outlines = attribution_map(payload, item.masks.shape, "objects")
-        drawn = attribution_map(payload, item.masks.shape, "grid")
-        with_pixels = [p for p in out.proposals if p.mask.any() and p.attention > 0.2]
-        for proposal in with_pixels:
-            assert drawn[proposal.mask].sum() > 0.5 * outlines[proposal.mask].sum()
+        grid = out.spatial_attention
+        assert grid.shape == grid_shape(agent.config.image_height, agent.config.image_width)
+        assert grid.sum() == pytest.approx(1, abs=1e-5) and (grid >= 0).all()
+        # heat only under the proposals' masks, hottest under the most attended one
+        cells = cell_of_pixel(*item.masks.shape)
+        covered = [np.bincount(cells[p.mask.ravel()], minlength=grid.size).reshape(grid.shape) > 0 for p in out.proposals]
+        assert (grid[~np.any(covered, axis=0)] == 0).all()
+        heaviest = int(np.argmax([p.attention for p in out.proposals]))
+        if out.proposals[heaviest].mask.any():
+            hottest_on_heaviest.append(covered[heaviest].ravel()[grid.argmax()])
+        drawn = attribution_map(attention_payload(out), item.masks.shape, "grid")
         on_objects.append(drawn[item.masks >= 0].sum())
         uniform.append((item.masks >= 0).mean())
         # the network's own grid is kept for research, at its own resolution, and not drawn
         assert out.network_attention is not None and out.network_attention.shape != out.spatial_attention.shape
     assert np.mean(on_objects) > 2 * np.mean(uniform)
+    assert np.mean(hottest_on_heaviest) >= 0.75
 
 
 def test_a_program_answer_about_nothing_spreads_its_evidence_over_every_object():

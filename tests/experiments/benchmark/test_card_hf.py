@@ -34,6 +34,11 @@ def test_the_card_of_an_hf_agent(card, tmp_path):
     assert "needs concepts" in card["unavailable"]["objscene"] and "proposals" in card["unavailable"]["nle"]
     attention = card["explainers"]["attention"]
     assert 0 <= attention["localisation"]["relevance_mass"] <= 100          # against the world's masks
+    # the heatmap as drawn (the model's own attention: no proposals), measured for an hf: agent too; a tiny
+    # random ViLT proves the plumbing only, not where a trained model looks
+    drawn = attention["localisation"]["map"]["drawn"]
+    assert drawn["n"] == 6 and 0 <= drawn["mass_on_objects"] <= 100 and 0 < drawn["uniform_on_objects"] < 100
+    assert attention["localisation"]["map"]["relevance_mass"] == pytest.approx(attention["localisation"]["relevance_mass"])
     assert "shipped agent's network" in attention["sanity"]["not_applicable"]
     relqa = card["explainers"]["relqa"]
     assert "not_applicable" not in relqa["word_checks"] and "not_applicable" not in relqa["grading"]
