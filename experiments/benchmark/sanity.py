@@ -179,8 +179,7 @@ def sanity(agent: VQAAgent, items: Sequence, explainer_name: str = "attention", 
                        "spearman_map": mean_defined(drawn),
                        "spearman_objects": mean_defined(objects),
                        "undefined": pixels.count(None), "undefined_objects": objects.count(None),
-                       "spearman_map": "the pixel Spearman of the heatmap as the board draws it (source grid), whatever `source` is",
-    "top_object_changed": 100 * float(np.mean(changed))})
+                       "top_object_changed": 100 * float(np.mean(changed))})
     return {"explainer": explainer_name, "n": len(items), "source": source, "stages": stages,
             # the fully randomised agent against the trained one: the headline of a card
             "final_spearman": stages[-1]["spearman"] if stages else None,

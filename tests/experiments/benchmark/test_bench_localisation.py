@@ -232,11 +232,12 @@ def test_the_sanity_check_on_the_tiny_agent(agent, items):
     assert first["spearman"] == pytest.approx(1.0) and first["top_object_changed"] == 0.0, \
         "attention is computed before the classifier"
     for stage in result["stages"]:
-        for key in ("spearman", "spearman_objects"):
+        for key in ("spearman", "spearman_objects", "spearman_map"):
             assert stage[key] is None or -1 <= stage[key] <= 1
         assert 0 <= stage["top_object_changed"] <= 100
     assert result["verdict"].split(":")[0] in ("passes", "fails") and result["n"] == 8
-    assert set(result["definitions"]) >= {"spearman", "top_object_changed"}
+    assert set(result["definitions"]) >= {"spearman", "top_object_changed", "spearman_map"}
+    assert result["final_spearman_map"] is None or -1 <= result["final_spearman_map"] < 1
 
 
 def test_the_sanity_check_runs_the_sham_in_rounds(agent, items):
