@@ -10,8 +10,9 @@ import { decodeRle, forEachOutlinePixel } from "./rle.js";
 
 // The heatmap's colour map over t = a cell's share of the largest cell: transparent where the agent
 // hardly looked (the image stays readable), then yellow to red with rising opacity, so that the hot spot
-// reads at thumbnail size. Stops: [t, r, g, b, alpha].
-const HEAT_STOPS = [[0.2, 255, 235, 59, 0], [0.45, 255, 193, 7, 0.45], [0.7, 255, 111, 0, 0.62], [1, 213, 0, 0, 0.78]];
+// reads at thumbnail size. The heat lies on the objects the answer read (vqa_agent/evidence_map.py), so it
+// stays at most half opaque: a player must still see an attended object's own colour. Stops: [t, r, g, b, alpha].
+const HEAT_STOPS = [[0.2, 255, 235, 59, 0], [0.45, 255, 193, 7, 0.3], [0.7, 255, 111, 0, 0.4], [1, 213, 0, 0, 0.5]];
 const CONTOUR_LEVEL = 0.5;          // the line drawn around the cells with at least half the largest cell's weight
 const CONTOUR_PX = 2;               // its width on each side (image pixels): white inside, dark outside
 const MIN_LABELLED_WEIGHT = 0.005;  // objects below 0.5% are outlined but not labelled
