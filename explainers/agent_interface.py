@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 CAPABILITIES: dict[str, str] = {
     "answer": "agent.answer(images, questions): each AgentOutput's answer, probability and top_k "
               "alternatives; explainers may ask the agent further questions",
-    "attention": "AgentOutput.spatial_attention: the question-guided attention grid over the image",
+    "attention": "AgentOutput.spatial_attention: a grid over the image of where the answer's evidence lies (the heatmap)",
     "proposals": "AgentOutput.proposals: object boxes and masks (from pixels) with their attention weights and "
                  "predicted attributes",
     "concepts": "AgentOutput.concept_probabilities: p(word | image) for the object and scene words",
