@@ -71,7 +71,8 @@ class Agent(Protocol):
 def brief_answers(agent, images: Sequence, questions: Sequence[str]) -> list[AgentOutput]:
     """`agent.answer` for a caller that reads only each output's answer, probability, top_k and answered_by
     (an explainer asking further questions): an agent that says it can (`answers_briefly`, VQAAgent) then
-    leaves out what costs most and nobody reads (each proposal's mask); any other agent answers in full."""
+    leaves out what costs most and nobody reads (each proposal's mask; for a question its program answers,
+    the network's reasoning, so top_k holds the program's answer alone); any other agent answers in full."""
     if getattr(agent, "answers_briefly", False):
         return agent.answer(images, questions, brief=True)
     return agent.answer(images, questions)

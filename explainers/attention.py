@@ -70,6 +70,7 @@ def drawn_grid(grid: np.ndarray, height: int, width: int) -> np.ndarray:
 class AttentionExplainer(Explainer):
     name = "attention"
     kind = "attention"
+    cacheable = True
     # proposals are drawn when the agent has them; without them (an hf: agent) the grid alone is the
     # payload, and attribution_map and the grading read the grid by the same rule
     requires = frozenset({"attention"})

@@ -60,6 +60,10 @@ class Explainer:
     # heading above its explanation and the instructions' line about it (the built-ins' are in the table).
     label: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    # True: the payload is a function of the agent, the options, the image and the question alone (no
+    # sampling, no state, not the round's other images), so the server computes it once and shares it
+    # between players (server/explanation_cache.py). The built-ins declare it; shams never do.
+    cacheable: ClassVar[bool] = False
 
     def __init__(self, agent: Agent, **options) -> None:
         if options:

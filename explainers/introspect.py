@@ -18,6 +18,7 @@ def describe(attributes: dict[str, tuple[str, float]]) -> str:
 class IntrospectExplainer(Explainer):
     name = "introspect"
     kind = "text"
+    cacheable = True
     requires = frozenset({"answer", "proposals"})
 
     def payloads(self, requests: list[ExplanationRequest]) -> list[dict]:

@@ -115,6 +115,7 @@ def resolve_nle_path(agent: Agent, model: str | Path | None = None, agent_name: 
 class NLEExplainer(Explainer):
     name = "nle"
     kind = "text"
+    cacheable = True
     # the model reads the agent's output as numbers (nle_model.encode_output) and is matched to the agent
     requires = frozenset({"answer", "question_embedding", "concepts", "proposals", "fingerprint"})
 

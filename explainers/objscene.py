@@ -74,6 +74,7 @@ def object_word(word: str) -> str | None:
 class ObjSceneExplainer(Explainer):
     name = "objscene"
     kind = "words"
+    cacheable = True
     requires = frozenset({"answer", "concepts"})
 
     def __init__(self, agent: Agent, vectors: str | Path | None = None, k: int = DEFAULT_K) -> None:

@@ -97,6 +97,7 @@ def is_paraphrase(first: str, second: str) -> bool:
 class RelQAExplainer(Explainer):
     name = "relqa"
     kind = "qa_pairs"
+    cacheable = True
     requires = frozenset({"answer", "text_embedding", "fingerprint"})
 
     def __init__(self, agent: Agent, world: str | Path = DEFAULT_WORLD, n: int = DEFAULT_N,

@@ -93,6 +93,9 @@ class RoundRequest:
     for_every_image: tuple[str, ...] = ()
     for_the_secret: tuple[str, ...] = ()
     seed: int = 0
+    # (explainer, position) pairs whose explanation is known already (server/explanation_cache.py): not
+    # computed, and an image whose explanations are all known is not answered (but the secret)
+    cached: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass
@@ -111,6 +114,7 @@ class Predictor:
         self.batch_invariant = batch_invariant
         agent.batch_invariant = batch_invariant      # features of each image alone: the same whatever came with it
         self.options = explainer_options or {}
+        self.cache = None        # the shared explanation cache, set by the worker (server/explained_rounds.py)
         # explainer name -> the loaded explainer, or why it could not be loaded (a sham shares the explainer it
         # imitates: explainers/registry.py); third-party explainers are loaded when a round first names them
         self.explainers, self.unavailable = registry.load_explainers(agent, registry.BUILTIN_NAMES, self.options)
@@ -151,12 +155,25 @@ class Predictor:
 
     def needs_every_image(self, request: RoundRequest) -> bool:
         """Whether the round's explanations need the agent's answer on every image, not the secret's alone."""
-        return bool(request.for_every_image) or any(
-            getattr(self.explainers.get(name), "imitates", None) for name in request.for_the_secret)
+        return bool(request.for_every_image) or self.has_sham(request)
+
+    def has_sham(self, request: RoundRequest) -> bool:
+        return any(getattr(self.explainers.get(name), "imitates", None)
+                   for name in request.for_every_image + request.for_the_secret)
+
+    def positions_to_answer(self, request: RoundRequest) -> list[int]:
+        """The images the agent answers: the secret, and each image with an explanation still to compute (a
+        sham shows another image's explanation of the round: every image, whatever is cached)."""
+        if not self.needs_every_image(request):
+            return [request.secret]
+        if self.has_sham(request):
+            return list(range(len(request.images)))
+        return [k for k in range(len(request.images)) if k == request.secret or
+                any((name, k) not in request.cached for name in request.for_every_image)]
 
     def _answer(self, rounds: list[RoundRequest]) -> list[RoundResult]:
         started = time.perf_counter()
-        asked = [range(len(r.images)) if self.needs_every_image(r) else [r.secret] for r in rounds]
+        asked = [self.positions_to_answer(r) for r in rounds]
         images = [r.images[k] for r, positions in zip(rounds, asked) for k in positions]
         questions = [r.question for r, positions in zip(rounds, asked) for _ in positions]
         answered = iter(self.agent.answer(images, questions))
@@ -181,8 +198,8 @@ class Predictor:
             wanted = []   # (round, image, request, for_secret)
             for i, r in enumerate(rounds):
                 if name in r.for_every_image:
-                    wanted += [(i, k, request, False) for k, request in requests[i].items()]
-                if name in r.for_the_secret:
+                    wanted += [(i, k, request, False) for k, request in requests[i].items() if (name, k) not in r.cached]
+                if name in r.for_the_secret and (name, r.secret) not in r.cached:
                     wanted.append((i, r.secret, requests[i][r.secret], True))
             if not wanted:
                 continue

@@ -19,23 +19,26 @@ from .rounds import RoundJob
 MASK_CACHE = 4096          # pool images whose instance masks a worker keeps for grading, as run lengths
 
 
-def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
+def finish_round(job: RoundJob, result: RoundResult, pool: GamePool, cached: dict | None = None,
+                 fresh: dict | None = None) -> dict:
     """What the web process needs of a round: the answer about the secret, its grade and the parsed
     question (`graded`), the explanations to show (player-safe, keyed by image token) and to log (graded,
-    without pixel masks), and the round's inference figures."""
+    without pixel masks), and the round's inference figures. `cached`: (explainer, position) -> the
+    product (`explained`) of an explanation computed before (server/explanation_cache.py), used as it is;
+    `fresh`, when given, gets the product of each explanation made here, under the same key."""
     from explainers.grading import GroundTruth, grade_answer
     from vqa_agent.world.parser import parse_program
     from vqa_agent.world.programs import program_to_json
 
     program = parse_program(job.question)
     truths: dict[int, GroundTruth] = {}
-    explained = any(result.for_every_image) or bool(result.for_the_secret)
+    has_explanations = any(result.for_every_image) or bool(result.for_the_secret)
 
     def truth(position: int) -> GroundTruth | None:      # None: an imported image pool has no ground truth
         if position not in truths and pool.has_ground_truth:
             i = job.images[position]
             # the answer's grade needs the scene only; an explanation's grade needs the objects' pixels too
-            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if explained else None)
+            truths[position] = GroundTruth.for_program(program, pool.scene(i), pool_masks(pool, i) if has_explanations else None)
         return truths.get(position)
 
     secret_output, secret_truth = result.outputs[job.secret], truth(job.secret)
@@ -43,14 +46,29 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool) -> dict:
               "answer": secret_output.answer, "probability": secret_output.probability,
               "answered_by": secret_output.answered_by, "truth": getattr(secret_truth, "answer", None),
               "answer_grade": grade_answer(secret_output, secret_truth).label if secret_truth else UNGRADED}
+    cached = cached or {}
+    fresh = {} if fresh is None else fresh
+
+    def entry(name: str, made: dict, position: int, for_secret: bool) -> tuple[dict, dict]:
+        """The view and the log entry of one explanation: the cached product's, or one made now."""
+        product = cached.get((name, position))
+        if product is None:
+            product = fresh[(name, position)] = fresh.get((name, position)) or \
+                explained(made[name], result.outputs[position], truth(position), position, pool, job)
+        log_entry = {**product["log"], "position": position, "is_secret": position == job.secret,
+                     "for_the_secret": for_secret}
+        return product["view"], ({**log_entry, "cached": True} if (name, position) in cached else log_entry)
+
     view_every, logged = {}, []
     for position, explanations in enumerate(result.for_every_image):
-        view_every[job.tokens[position]] = [for_player(e) for e in explanations]
-        logged += [_for_log(e, result.outputs[position], truth(position), position, job.secret, False, pool, job)
-                   for e in explanations]
-    view_secret = [for_player(e) for e in result.for_the_secret]
-    logged += [_for_log(e, secret_output, truth(job.secret), job.secret, job.secret, True, pool, job)
-               for e in result.for_the_secret]
+        made = {e.explainer: e for e in explanations}
+        pairs = [entry(name, made, position, False) for name in job.for_every_image]
+        view_every[job.tokens[position]] = [view for view, _ in pairs]
+        logged += [log_entry for _, log_entry in pairs]
+    made = {e.explainer: e for e in result.for_the_secret}
+    pairs = [entry(name, made, job.secret, True) for name in job.for_the_secret]
+    view_secret = [view for view, _ in pairs]
+    logged += [log_entry for _, log_entry in pairs]
     shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
              if (job.for_every_image or job.for_the_secret) else None, "log": logged}
     return {"answer": secret_output.answer, "graded": graded, "shown": shown,
@@ -74,15 +92,21 @@ def _mask_runs(pool: GamePool, i: int) -> tuple[np.ndarray, np.ndarray, tuple[in
     return flat[starts], lengths, masks.shape
 
 
-def _for_log(explanation, output, truth, position: int, secret: int, for_secret: bool, pool, job) -> dict:
-    """What the event log keeps of a shown explanation: its grade, and its payload without pixel masks
-    (they are the agent's deterministic output and would make every event ~100 KB)."""
+def explained(explanation, output, truth, position: int, pool, job) -> dict:
+    """What a round shows and logs of one explanation, whatever round it is in: the player's view, and the
+    log entry (its grade, and its payload without pixel masks: they are the agent's deterministic output
+    and would make every event ~100 KB; an attention heatmap as the player saw it) without the round's
+    fields (position, whether it is the secret's)."""
     from explainers.grading import grade_explanation
     payload = explanation.payload
     grade = grade_explanation(explanation, output, truth).label if truth is not None else \
         pool.grade_explanation(explanation.to_dict(), job.images[position])      # an imported pool: no scene
+    view = for_player(explanation)
     if explanation.kind == "attention":
-        payload = {**payload, "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
-    return {"explainer": explanation.explainer, "kind": explanation.kind, "position": position,
-            "is_secret": position == secret, "for_the_secret": for_secret,
-            "grade": grade, "seconds": explanation.seconds, "payload": payload}
+        # the heatmap as the player saw it (packed whole percents of its largest cell: 1.6 KB for 30x40 cells,
+        # against ~8 KB of floats); the shipped agents' full map is their logged weights on the masks
+        payload = {**payload, "grid": view["payload"]["grid"],
+                   "objects": [{k: v for k, v in o.items() if k != "mask"} for o in payload["objects"]]}
+    return {"view": view,
+            "log": {"explainer": explanation.explainer, "kind": explanation.kind, "grade": grade,
+                    "seconds": explanation.seconds, "payload": payload}}

@@ -45,9 +45,11 @@ from vqa_agent.threads import pin_threads, thread_pools
 from vqa_agent.tokenizer import QuestionError
 
 from . import json_text
+from .explained_rounds import ROUND_FAILED, answer_rounds
+from .explanation_cache import DEFAULT_MAX_ENTRIES, shared_cache
 from .inference import ArrivalRate, BatchSettings, Predictor, RoundRequest   # torch loads with a Predictor
 from .pool_look import PoolLook
-from .respond import MASK_CACHE, finish_round, pool_masks
+from .respond import MASK_CACHE, pool_masks
 from .rounds import FAST, GROUP, RESULT, SLOW, STREAMS, WORKERS, WORKER_CPU, RoundJob, ensure_groups, warmup_job
 from .worker_registry import forget_dead, leave
 from .worker_results import publish
@@ -86,6 +88,7 @@ class WorkerConfig:
     progress: bool = False
     name: str = ""                             # consumer name ("" = host:pid:random)
     pool: Path | None = None                   # an imported image pool (`exag pool import`) instead of the world's
+    explanation_cache: int = DEFAULT_MAX_ENTRIES  # explanations shared in Redis (server/explanation_cache.py; 0: none)
 
 
 def explainer_options(config: WorkerConfig, agent_name: str) -> dict[str, dict]:
@@ -115,9 +118,9 @@ class Worker:
         self._load_agent = lambda name: load_agent(name, device=config.device)
         self.predictors: dict[str, Predictor] = {}
         self._failed: dict[str, str] = {}
+        self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
         server = self._predictor("")
         self.pool.compute_embeddings(config.agent, server.agent, Path(config.data_dir) / "cache", config.progress)
-        self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True, health_check_interval=30)
         ensure_groups(self.redis)
         if config.warm_pool:       # the pool's scenes, read once now (~0.5 s) rather than in rounds that grade them
             for i in range(len(self.pool)):
@@ -268,6 +271,9 @@ class Worker:
                                                   "agents": agents, "seen": time.time(),
                                                   "rounds": self.rounds_done, "threads": thread_pools(),
                                                   "prepared": not self._preparing()}))
+        for predictor in self.predictors.values():      # the explanation cache's hits and misses, beside the CPU
+            for field_name, value in (predictor.cache.counts.take() if predictor.cache else {}).items():
+                self._cpu[field_name] = self._cpu.get(field_name, 0) + value
         for field_name, value in self._cpu.items():
             pipe.hincrbyfloat(CPU_STATS, field_name, value)
         pipe.execute()
@@ -305,8 +311,9 @@ class Worker:
             loaded = self._load_agent(name)
             if not agent:              # the server's agent keeps the pool; a study's agent its default cache
                 loaded.feature_cache = (self.config.feature_cache or len(self.pool)) + FEATURE_MARGIN
-            self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name),
-                                               batch_invariant=self.config.batch.batch_invariant)
+            predictor = self.predictors[agent] = Predictor(loaded, explainer_options(self.config, name),
+                                                           batch_invariant=self.config.batch.batch_invariant)
+            predictor.cache = shared_cache(self.redis, predictor, self.config.explanation_cache)
             self._failed.pop(agent, None)
         return self.predictors[agent]
 
@@ -361,21 +368,14 @@ class Worker:
         # plain questions batch apart from rounds with explanations: they need the secret's answer only
         for i, ((agent, kind), pairs) in enumerate(todo.items()):
             started, finished = time.thread_time(), []
-            results = self.predictors[agent].predict([request for _, request in pairs])
-            for (job, _), result in zip(pairs, results):
+            for (job, _), result in zip(pairs, answer_rounds(self.predictors[agent], pairs, self.pool)):
                 if isinstance(result, Exception) and job.kind == "warmup":   # the researcher reads why
                     why = f"{type(result).__name__}: {result}"[:500]
-                    payload = {"error": f"the agent could not answer: {why}", "agent_failed": why}
+                    result = {"error": f"the agent could not answer: {why}", "agent_failed": why}
                 elif isinstance(result, Exception):
-                    payload = {"error": "the agent could not answer this round; please ask again"}
-                else:
-                    try:
-                        payload = finish_round(job, result, self.pool)
-                    except Exception:            # noqa: BLE001 - one round's grading fails only itself
-                        log.exception("grading failed")
-                        payload = {"error": "the agent could not answer this round; please ask again"}
-                finished.append((job, payload))
-                if "error" not in payload:              # a warm-up or any answered round: this agent is warm here
+                    result = {"error": ROUND_FAILED}
+                finished.append((job, result))
+                if "error" not in result:               # a warm-up or any answered round: this agent is warm here
                     self._warm_since.setdefault(job.agent, time.time())
                 self.rounds_done += 1
             publish(self.redis, self.name, finished, done if i == len(todo) - 1 else ())

@@ -306,6 +306,9 @@ class VQAAgent:
             raise ValueError(f"cannot read the stored features {path}: {error}") from error
         if not isinstance(stored, dict) or stored.get("format") != SEEN_FORMAT:
             raise ValueError(f"{path} holds features of another format than {SEEN_FORMAT}")
+        for seen in stored["seen"].values():     # stored before they were kept: spread once now, not in a round
+            if getattr(seen, "cells", None) is None:
+                seen.cells = CellShares.of_masks(seen.masks.unpack(*seen.masks.shape[1:]))
         self._cache.update(stored["seen"])
         while len(self._cache) > self.feature_cache:
             self._cache.popitem(last=False)
@@ -360,7 +363,9 @@ class VQAAgent:
     def answer(self, images: Sequence, questions: Sequence[str], brief: bool = False) -> list[AgentOutput]:
         """Answers questions[i] about images[i]. A single question is asked of every image. `brief`: the
         caller reads only each output's answer, probability, top_k and how it was answered (RelQA's related
-        questions), so the outputs carry no proposals (their masks are most of an output's cost)."""
+        questions), so the outputs carry no proposals (their masks are most of an output's cost), and a
+        question a program answers skips the network's reasoning: its top_k is the program's answer alone
+        (the classifier's alternatives are not computed) and it has no network attention."""
         questions = question_per_image(images, questions)
         if not images:
             return []
@@ -368,32 +373,19 @@ class VQAAgent:
         read = {q: self._read(q) for q in dict.fromkeys(questions)}
         ids, lengths = pad_questions([read[q].ids for q in questions])
         seen = self._look(list(images))
-        objects = stack_objects([s.objects for s in seen])
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
-        k = objects.mask.shape[1]
-        # the stored float16 back to float32, the reasoning's precision
-        grid = torch.cat([s.grid for s in seen]).float()
-        cells_key = torch.cat([s.projected[0] for s in seen]).float()
-        objects_key, gates_key = (torch.cat([pad_objects(s.projected[i], k) for s in seen]).float() for i in (1, 2))
-        reasoning = self.model.reason(question, words, word_mask, grid, objects,
-                                      torch.arange(len(seen), device=self.device), (cells_key, objects_key, gates_key))
-        probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
-        top_p, top_i = (t.tolist() for t in probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1))
-        object_attention = reasoning.object_attention.cpu().tolist()
-        # each to the host once for the batch: on a GPU a copy per output is a synchronisation per output
-        network_attention, question_embedding = reasoning.spatial_attention.cpu().numpy(), reasoning.question.cpu().numpy()
+        programs = [self._program_answer(q, read[q], image) for q, image in zip(questions, seen)]
+        reasoned = [n for n, program in enumerate(programs) if not (brief and program is not None)]
+        top_p, top_i, object_attention, network_attention = self._reason(
+            seen, reasoned, question, words, word_mask) if reasoned else ([], [], [], [])
+        row = {n: r for r, n in enumerate(reasoned)}
+        question_embedding = question.cpu().numpy()
         outputs = []
-        for n, (question_text, image) in enumerate(zip(questions, seen)):
-            top_k = [(self.vocabulary.answers[j], p) for p, j in zip(top_p[n], top_i[n])]
-            attention = object_attention[n][:len(image.proposals)]
-            symbolic = None
+        for n, (question_text, image, symbolic) in enumerate(zip(questions, seen, programs)):
+            r = row.get(n)
+            top_k = [] if r is None else [(self.vocabulary.answers[j], p) for p, j in zip(top_p[r], top_i[r])]
+            attention = [] if r is None else object_attention[r][:len(image.proposals)]
             question_read = read[question_text]
-            if image.perceived:
-                # as typed first ("There is a cube; what is its size?" needs its semicolon), then as
-                # the agent reads it (typos fixed, filler dropped, synonyms it knows)
-                reach = self.config.symbolic_max_relations
-                symbolic = answer_symbolically(question_text, image.perceived, reach) or \
-                    answer_symbolically(question_read.as_read, image.perceived, reach)
             if symbolic is not None:
                 # the program's own evidence is what this agent looked at; the classifier's guesses
                 # stay as alternatives, scaled to share what the program's answer leaves
@@ -418,8 +410,36 @@ class VQAAgent:
                 answered_by="program" if symbolic is not None else "classifier",
                 program_scene=symbolic.scene if symbolic is not None else None,
                 outside_words=list(question_read.outside_words),
-                refusal=refusal, network_attention=network_attention[n].copy()))
+                refusal=refusal, network_attention=None if r is None else network_attention[r].copy()))
         return outputs
+
+    def _program_answer(self, question: str, question_read: "ReadQuestion", image: "SeenImage"):
+        """A symbolic agent's program answer on the scene it perceived, or None (not symbolic, no parse)."""
+        if not image.perceived:
+            return None
+        # as typed first ("There is a cube; what is its size?" needs its semicolon), then as the agent reads
+        # it (typos fixed, filler dropped, synonyms it knows)
+        reach = self.config.symbolic_max_relations
+        return answer_symbolically(question, image.perceived, reach) or \
+            answer_symbolically(question_read.as_read, image.perceived, reach)
+
+    def _reason(self, seen: list, rows: list[int], question, words, word_mask) -> tuple:
+        """The network's reasoning on questions `rows` (each about its image in `seen`): its top-k answer
+        probabilities and indices, object attention (lists) and spatial attention grids (numpy), per row."""
+        subset = (lambda x: x) if len(rows) == len(seen) else (lambda x: x[rows])
+        chosen = [seen[n] for n in rows]
+        objects = stack_objects([s.objects for s in chosen])
+        k = objects.mask.shape[1]
+        # the stored float16 back to float32, the reasoning's precision
+        grid = torch.cat([s.grid for s in chosen]).float()
+        cells_key = torch.cat([s.projected[0] for s in chosen]).float()
+        objects_key, gates_key = (torch.cat([pad_objects(s.projected[i], k) for s in chosen]).float() for i in (1, 2))
+        reasoning = self.model.reason(subset(question), subset(words), subset(word_mask), grid, objects,
+                                      torch.arange(len(chosen), device=self.device), (cells_key, objects_key, gates_key))
+        probabilities = torch.softmax(reasoning.logits, dim=1).cpu()
+        top_p, top_i = (t.tolist() for t in probabilities.topk(min(self.config.top_k, probabilities.shape[1]), dim=1))
+        # each to the host once for the batch: on a GPU a copy per output is a synchronisation per output
+        return top_p, top_i, reasoning.object_attention.cpu().tolist(), reasoning.spatial_attention.cpu().numpy()
 
     def _read(self, question: str) -> "ReadQuestion":
         refusal = self._refusal(question)

@@ -129,6 +129,18 @@ class Server:
                 pass
         return used
 
+    def worker_rss_mb(self) -> list[float]:
+        """The resident memory of each of its inference workers now, MB."""
+        self.remember_tree()
+        found = []
+        for process in self.known.values():
+            try:
+                if process.is_running() and process_kind(process.cmdline()) == "worker":
+                    found.append(process.memory_info().rss / 2**20)
+            except psutil.Error:
+                pass
+        return found
+
     def wait_healthy(self) -> None:
         deadline = time.monotonic() + HEALTHY_WITHIN_S
         while time.monotonic() < deadline:
@@ -236,6 +248,12 @@ def worker_jobs(before: dict[str, float], after: dict[str, float]) -> dict[str, 
             for kind, v in per_kind(after, before).items()}
 
 
+def explanation_cache(before: dict[str, float], after: dict[str, float]) -> dict:
+    """The workers' explanation cache over a step (server/explanation_cache.py): hits, misses, hit rate."""
+    hits, misses = (after.get(f"xcache:{k}", 0.0) - before.get(f"xcache:{k}", 0.0) for k in ("hits", "misses"))
+    return {"hits": int(hits), "misses": int(misses), "hit_rate": hits / (hits + misses) if hits + misses else None}
+
+
 def redis_calls_per_reply(before: dict[str, int], after: dict[str, int], replies: int) -> dict[str, float]:
     """Redis commands per reply over a step, the most frequent first, with their sum as "total"."""
     calls = {name: (n - before.get(name, 0)) / replies for name, n in after.items() if replies and n > before.get(name, 0)}
@@ -291,7 +309,10 @@ def row(report: dict) -> dict:
                                 default=None),
             "server_log_kb": report.get("server_log_bytes", 0) / 1024, "workers": report.get("workers"),
             "admitted": report.get("participants"), "refused_at_door": report.get("refused_at_door", 0),
-            "cpu_ms_per_reply": report.get("cpu_ms_per_reply", {})}
+            "cpu_ms_per_reply": report.get("cpu_ms_per_reply", {}),
+            "cache_hit_rate": (report.get("explanation_cache") or {}).get("hit_rate"),
+            "worker_rss_mb": max(report.get("worker_rss_mb") or [0]) or None,
+            "worker_cpu_ms_per_round": {kind: j["cpu_ms_per_round"] for kind, j in report.get("worker_jobs", {}).items()}}
 
 
 def table(rows: list[dict]) -> str:
@@ -305,17 +326,23 @@ def table(rows: list[dict]) -> str:
         cpu = r.get("cpu_ms_per_reply") or {}
         return " / ".join("-" if cpu.get(k) is None else f"{cpu[k]:.1f}" for k in ("total", *KINDS))
 
+    def per_round(r):
+        cpu = r.get("worker_cpu_ms_per_round") or {}
+        return " / ".join("-" if cpu.get(k) is None else f"{cpu[k]:.1f}" for k in ("ask", "ask_explained", "explain"))
+
     lines = ["| workers | players | admitted / refused at the door | ask p50 | ask p95 | ask p99 | "
              "other events' worst p95 | errors / timeouts | "
              "replies/s | server CPU | server RSS | CPU ms per reply: total / web / worker / redis / other | "
-             "server log |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "worker CPU ms a round: plain / explained / bought | explanation cache hits | worker RSS | server log |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r.get('workers') or '-'} | {r['players']} | {r.get('admitted', '-')} / "
                      f"{r.get('refused_at_door', 0)} | {ms(r['ask_p50_ms'])} | {ms(r['ask_p95_ms'])} | "
                      f"{ms(r['ask_p99_ms'])} | {ms(r.get('other_p95_ms'))} | {r['errors']} / {r['timeouts']} | "
                      f"{r['replies_per_s']:.1f} | {num(r['server_cpu_percent'], '%')} | "
-                     f"{num(r['server_rss_mb'], ' MB')} | {per_reply(r)} | {r.get('server_log_kb', 0):.0f} KB |")
+                     f"{num(r['server_rss_mb'], ' MB')} | {per_reply(r)} | {per_round(r)} | "
+                     f"{num(None if r.get('cache_hit_rate') is None else 100 * r['cache_hit_rate'], '%')} | "
+                     f"{num(r.get('worker_rss_mb'), ' MB')} | {r.get('server_log_kb', 0):.0f} KB |")
     return "\n".join(lines)
 
 
@@ -412,6 +439,8 @@ def run(args: argparse.Namespace) -> dict:
                 report["redis_calls_per_reply"] = redis_calls_per_reply(counts_before["calls"], counts["calls"],
                                                                         report["messages"]["answered"])
                 report["worker_jobs"] = worker_jobs(counts_before["worker_jobs"], counts["worker_jobs"])
+                report["explanation_cache"] = explanation_cache(counts_before["worker_jobs"], counts["worker_jobs"])
+                report["worker_rss_mb"] = server.worker_rss_mb()
                 # the server's log under load: it must stay flat (issue 29 saw 100 KB/min of retries)
                 report["server_log_bytes"] = server.log_path.stat().st_size - log_before
                 report["server_log_tail"] = server.tail(40) if report["server_log_bytes"] else ""
@@ -421,6 +450,10 @@ def run(args: argparse.Namespace) -> dict:
                 print("  worker jobs: " + ", ".join(
                     f"{kind} {j['rounds']} rounds at {j['cpu_ms_per_round']:.1f} ms CPU, {j['rounds_per_batch']:.1f} a batch"
                     for kind, j in report["worker_jobs"].items()), flush=True)
+                cache = report["explanation_cache"]
+                print(f"  explanation cache: {cache['hits']} hits, {cache['misses']} misses"
+                      + (f" ({100 * cache['hit_rate']:.0f}% hits)" if cache["hit_rate"] is not None else "")
+                      + "; worker RSS " + ", ".join(f"{mb:.0f} MB" for mb in report["worker_rss_mb"]), flush=True)
                 print(f"  server log grew {report['server_log_bytes'] / 1024:.1f} KB", flush=True)
                 results["steps"].append(report)
                 results["rows"].append(row(report))

@@ -15,14 +15,22 @@ the pool.
 Kinds: a plain question about a 20-image at-will game and a 5-image controlled one; a controlled round of
 the "both" arm (attention and RelQA on each of 5 images); an at-will round with explanations bought
 (attention on 20 images, ObjScene, RelQA and the NLE on the secret). Budget (issue 29): a plain 20-image
-round <= 6 ms, a bought one <= 40 ms, a batch of 8 rounds < 8 x one round, worker RSS <= 600 MB.
+round <= 6 ms, a bought one <= 40 ms, a batch of 8 rounds < 8 x one round, worker RSS <= 600 MB; issue 53:
+an explained round in a batch at most 3x a plain round of as many images with the explanation cache warm,
+15x cold.
+
+Rounds go through server/explained_rounds.py as a worker's do, with the shared explanation cache in a
+private Redis (server/explanation_cache.py; `--no-cache`: none). Cold: the cache emptied before each kind;
+warm: the same rounds again. CPU is this process's and its Redis's together.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,10 +59,14 @@ def measure(args: argparse.Namespace) -> dict:
 
     keep_freed_memory()              # as a worker does (server/worker.py)
     torch.set_num_threads(1)
-    from server.inference import Predictor, RoundRequest
+    import redis
     from game.pool import GamePool
+    from server.embedded_redis import EmbeddedRedis
+    from server.explained_rounds import answer_rounds
+    from server.explanation_cache import shared_cache
+    from server.respond import pool_masks
+    from server.inference import Predictor, RoundRequest
     from server.rounds import RoundJob
-    from server.respond import finish_round
     from server.worker import WorkerConfig, explainer_options
     from vqa_agent.agent import VQAAgent
 
@@ -67,6 +79,9 @@ def measure(args: argparse.Namespace) -> dict:
     agent.feature_cache = len(pool) + 64
     config = WorkerConfig("redis://unused", world, REPO / "data" / "server", args.agent, progress=False)
     predictor = Predictor(agent, explainer_options(config, args.agent))
+    store = EmbeddedRedis(tempfile.mkdtemp(prefix="round-cpu-redis-")).start() if args.cache else None
+    client = redis.Redis.from_url(store.url, decode_responses=True) if store else None
+    predictor.cache = shared_cache(client, predictor) if client else None
     loaded_mb = process.memory_info().rss / 2**20
     stored = next((p for p in pool.features_paths(args.agent, REPO / "data" / "server" / "cache") if p.exists()), None)
     started = time.perf_counter()
@@ -96,29 +111,56 @@ def measure(args: argparse.Namespace) -> dict:
             made.append((request, job))
         return made
 
-    def cpu_per_round(batches: list[list[tuple]]) -> float:
-        started = time.process_time()
+    def cpu_per_round(batches: list[list[tuple]], kept: list | None = None) -> float:
+        """CPU ms a round, this process and its Redis together (the cache's reads and writes cost both);
+        `kept` gets each round's result."""
+        started = time.process_time() + redis_cpu()
         for batch in batches:
-            for (_, job), result in zip(batch, predictor.predict([request for request, _ in batch])):
-                finish_round(job, result, pool)
-        return 1000 * (time.process_time() - started) / sum(len(b) for b in batches)
+            for result in answer_rounds(predictor, [(job, request) for request, job in batch], pool):
+                if isinstance(result, Exception) or "error" in result:
+                    raise RuntimeError(f"a round failed: {result}")
+                if kept is not None:
+                    kept.append(result)
+        return 1000 * (time.process_time() + redis_cpu() - started) / sum(len(b) for b in batches)
+
+    def redis_cpu() -> float:
+        if client is None:
+            return 0.0
+        info = client.info("cpu")
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
     results = {}
     for i in range(len(pool)):      # as a worker does when it starts
         pool.scene(i)
+        pool_masks(pool, i)
     for kind in KINDS:
         cpu_per_round([rounds(kind, 1) for _ in range(3)])                       # first calls: lazy loads
+        if client is not None:
+            client.flushdb()        # cold: nothing cached but what the pool's preparation made
         profile = cProfile.Profile() if args.profile else None
         if profile is not None:
             profile.enable()
-        alone = cpu_per_round([rounds(kind, 1) for _ in range(args.rounds)])
+        lone = [rounds(kind, 1) for _ in range(args.rounds)]
+        alone = cpu_per_round(lone)
         if profile is not None:
             profile.disable()
-            print(f"--- where a round of '{kind}' alone spends its time (cProfile, cumulative):", flush=True)
+            print(f"--- where a round of '{kind}' alone spends its time, cold (cProfile, cumulative):", flush=True)
             pstats.Stats(profile, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
-        batched = cpu_per_round([rounds(kind, 8) for _ in range(max(1, args.rounds // 8))])
-        results[kind] = {"alone_ms": alone, "batch_of_8_ms_per_round": batched, "budget_ms": BUDGET_MS.get(kind)}
-        print(f"  {kind:42s} alone {alone:6.2f} ms   in a batch of 8 {batched:6.2f} ms a round", flush=True)
+        batches = [rounds(kind, 8) for _ in range(max(1, args.rounds // 8))]
+        cold, warm = [], []
+        batched = cpu_per_round(batches, cold)
+        # warm: the same rounds again, every explanation in the cache (plain rounds: the same work again)
+        warm_alone, warm_batched = (cpu_per_round(lone), cpu_per_round(batches, warm)) if client else (None, None)
+        same = sum(shown(a) == shown(b) for a, b in zip(cold, warm))
+        results[kind] = {"alone_ms": alone, "batch_of_8_ms_per_round": batched, "budget_ms": BUDGET_MS.get(kind),
+                         "warm_alone_ms": warm_alone, "warm_batch_of_8_ms_per_round": warm_batched,
+                         "warm_identical_to_cold": f"{same} of {len(warm)}" if client else None}
+        if client and same != len(warm):
+            print(f"  !! {len(warm) - same} of {len(warm)} warm rounds differ from their cold computation", flush=True)
+        warm = f"   warm: alone {warm_alone:6.2f} ms, batch of 8 {warm_batched:6.2f} ms" if client else ""
+        print(f"  {kind:42s} cold: alone {alone:6.2f} ms, batch of 8 {batched:6.2f} ms a round{warm}", flush=True)
+    if store is not None:
+        store.stop()
     return {"benchmark": "round_cpu", "command": " ".join(sys.argv), "agent": args.agent, "world": str(world),
             "pool_images": len(pool), "rounds_per_kind": args.rounds, "torch_threads": 1, "kinds": results,
             "rss_mb": {"after_imports": baseline_mb, "agent_and_explainers_loaded": loaded_mb,
@@ -126,11 +168,30 @@ def measure(args: argparse.Namespace) -> dict:
             "pool_features": {"from_store": stored is not None, "seconds": pool_s}}
 
 
+def shown(result: dict) -> str:
+    """What a round shows and logs, without when and how long it was computed: a cached round's must be the
+    bytes of its computation. The secret's probability to 6 digits: the secret is answered every round, in a
+    batch of the images still to explain, and a batch's shape moves the last bits of its sums."""
+    logged = [{k: v for k, v in e.items() if k not in ("seconds", "cached")} for e in result["shown"]["log"]]
+    graded = {**result["graded"], "probability": round(result["graded"]["probability"], 6)}
+    return json.dumps({"answer": result["answer"], "graded": graded, "view": result["shown"]["view"],
+                       "log": logged}, sort_keys=True)
+
+
 def table(report: dict) -> str:
-    lines = ["| round | CPU ms alone | CPU ms a round, batch of 8 | budget |", "|---|---:|---:|---:|"]
+    """Cold and warm CPU per round, and each explained kind's multiple of the plain round of its size (issue
+    53: a batch's round at most 3x warm, 15x cold)."""
+    plain = {5: report["kinds"]["plain, 5 images (controlled)"], 20: report["kinds"]["plain, 20 images (at-will)"]}
+    lines = ["| round | cold alone | cold, batch of 8 | warm alone | warm, batch of 8 | x plain (batch of 8): cold / warm | budget |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for kind, r in report["kinds"].items():
+        base = plain[KINDS[kind][0]]["batch_of_8_ms_per_round"]
+        cell = (lambda v: "-" if v is None else f"{v:.1f}")
+        ratio = (lambda v: "-" if v is None else f"{v / base:.1f}x")
         budget = f"<= {r['budget_ms']:.0f} ms" if r["budget_ms"] else "-"
-        lines.append(f"| {kind} | {r['alone_ms']:.1f} | {r['batch_of_8_ms_per_round']:.1f} | {budget} |")
+        lines.append(f"| {kind} | {cell(r['alone_ms'])} | {cell(r['batch_of_8_ms_per_round'])} | {cell(r['warm_alone_ms'])} | "
+                     f"{cell(r['warm_batch_of_8_ms_per_round'])} | {ratio(r['batch_of_8_ms_per_round'])} / "
+                     f"{ratio(r['warm_batch_of_8_ms_per_round'])} | {budget} |")
     rss = report["rss_mb"]
     lines += ["", f"worker-like process RSS: {rss['after_imports']:.0f} MB after its imports, "
                   f"{rss['agent_and_explainers_loaded']:.0f} MB with the agent and explainers, "
@@ -148,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N functions where each kind of round spends most (cProfile, cumulative)")
+    parser.add_argument("--no-cache", dest="cache", action="store_false",
+                        help="no explanation cache (server/explanation_cache.py): every round computes everything")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "round_cpu.json")
     args = parser.parse_args(argv)
     if args.rounds < 1:

@@ -17,7 +17,7 @@ from explainers.kinds import for_player
 from explainers.nle import SOURCES, Constraint, constraint_for, faithful_payloads, fails, traced_explanation
 from explainers.nle_model import NLEModel, repeated_ngram_tokens
 from explainers.grading import GroundTruth
-from server.respond import _for_log
+from server.respond import explained as explained_product
 from vqa_agent.agent import Proposal, VQAAgent
 from vqa_agent.symbolic import scene_of
 
@@ -125,7 +125,7 @@ def test_the_explainer_shows_only_sentences_that_state_their_answer(agent, tiny_
             assert not check.contradicts
             assert payload["source"] == "template" or not fails(check)
             assert for_player(e)["payload"] == {"text": payload["text"]}       # the player sees the text only
-            logged = _for_log(e, request.output, GroundTruth(scene_of([]), None, None), 0, 0, True, None, None)
+            logged = explained_product(e, request.output, GroundTruth(scene_of([]), None, None), 0, None, None)["log"]
             assert logged["payload"]["source"] == payload["source"] and logged["payload"]["check"] == payload["check"]
     unchecked = load_explainer("nle", agent, model=tiny_nle_dir, check_answer=False).explain_batch(swapped)
     assert {e.payload["source"] for e in unchecked} == {"generated"}

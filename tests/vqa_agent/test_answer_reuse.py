@@ -75,3 +75,26 @@ def test_brief_answers_are_the_full_answers_without_proposals(tiny_agent_dir, im
             return agent.answer(images, questions)
 
     assert [_plain(o) for o in brief_answers(Plain(), images, questions)] == [_plain(o) for o in full]
+
+
+def test_brief_answers_of_a_symbolic_agent_skip_the_network_for_program_answers():
+    """Issue 53: a question its program answers needs no classifier when the caller reads the answer alone
+    (RelQA): the answer, probability and way of answering are the full answer's; top_k is the program's
+    answer alone, and the network's attention is not computed."""
+    from explainers.agent_interface import brief_answers
+    from hand_scenes import FIVE_OBJECTS, hand_scene
+    from vqa_agent.world.render import render
+
+    agent = VQAAgent.from_pretrained("medium", device="cpu")
+    image = render(hand_scene(FIVE_OBJECTS)).image
+    questions = ["is there a red cube?", "how many spheres are there?", "what color is the large cylinder?",
+                 "is the red cube left of the blue sphere and behind the yellow cube and right of the cylinder?"]
+    full, brief = agent.answer([image] * 4, questions), brief_answers(agent, [image] * 4, questions)
+    assert [(o.answer, o.answered_by) for o in brief] == [(o.answer, o.answered_by) for o in full]
+    # a program's probability exactly; the classifier's within a batch's last bits (it reasons in a smaller
+    # batch here: server/inference.py says how a batch's shape moves them)
+    for b, f in zip(brief, full):
+        assert b.probability == f.probability if f.answered_by == "program" else b.probability == pytest.approx(f.probability, rel=1e-5)
+    programs = [o for o in brief if o.answered_by == "program"]
+    assert programs and all(o.top_k == [(o.answer, o.probability)] and o.network_attention is None for o in programs)
+    assert all(o.network_attention is not None for o in brief if o.answered_by == "classifier")
