@@ -176,7 +176,12 @@ class Predictor:
         asked = [self.positions_to_answer(r) for r in rounds]
         images = [r.images[k] for r, positions in zip(rounds, asked) for k in positions]
         questions = [r.question for r, positions in zip(rounds, asked) for _ in positions]
-        answered = iter(self.agent.answer(images, questions))
+        # the classifier's alternatives are graded for the secret's answer and read by explainers of the secret;
+        # the other images' explanations read the answer, probability and attention only (a program's, when
+        # one answers: its question then skips the network, vqa_agent/agent.py)
+        secret = [k == r.secret for r, positions in zip(rounds, asked) for k in positions]
+        answered = iter(self.agent.answer(images, questions, alternatives=secret)
+                        if getattr(self.agent, "answers_briefly", False) else self.agent.answer(images, questions))
         per_round: list[list[AgentOutput | None]] = []
         for r, positions in zip(rounds, asked):
             outs: list[AgentOutput | None] = [None] * len(r.images)

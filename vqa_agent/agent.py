@@ -360,12 +360,15 @@ class VQAAgent:
         return np.concatenate(vectors) if vectors else np.zeros((0, self.config.hidden), np.float32)
 
     @torch.inference_mode()
-    def answer(self, images: Sequence, questions: Sequence[str], brief: bool = False) -> list[AgentOutput]:
+    def answer(self, images: Sequence, questions: Sequence[str], brief: bool = False,
+               alternatives: bool | Sequence[bool] = True) -> list[AgentOutput]:
         """Answers questions[i] about images[i]. A single question is asked of every image. `brief`: the
         caller reads only each output's answer, probability, top_k and how it was answered (RelQA's related
-        questions), so the outputs carry no proposals (their masks are most of an output's cost), and a
-        question a program answers skips the network's reasoning: its top_k is the program's answer alone
-        (the classifier's alternatives are not computed) and it has no network attention."""
+        questions), so the outputs carry no proposals (their masks are most of an output's cost), and no
+        alternatives. `alternatives` (one for all, or one per question) False: a question a program answers
+        skips the network's reasoning, so its top_k is the program's answer alone (the classifier's guesses
+        are not computed) and it has no network attention; answer, probability, proposals and attention are
+        the program's either way (a game round's images other than the secret: server/inference.py)."""
         questions = question_per_image(images, questions)
         if not images:
             return []
@@ -375,7 +378,10 @@ class VQAAgent:
         seen = self._look(list(images))
         question, words, word_mask = self.model.encode_questions(ids.to(self.device), lengths)
         programs = [self._program_answer(q, read[q], image) for q, image in zip(questions, seen)]
-        reasoned = [n for n, program in enumerate(programs) if not (brief and program is not None)]
+        wanted = [alternatives] * len(questions) if isinstance(alternatives, bool) else list(alternatives)
+        if len(wanted) != len(questions):
+            raise ValueError(f"got {len(wanted)} alternatives flags for {len(questions)} questions")
+        reasoned = [n for n, program in enumerate(programs) if program is None or (wanted[n] and not brief)]
         top_p, top_i, object_attention, network_attention = self._reason(
             seen, reasoned, question, words, word_mask) if reasoned else ([], [], [], [])
         row = {n: r for r, n in enumerate(reasoned)}
