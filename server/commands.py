@@ -276,12 +276,16 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pool images whose features stay in memory (default: the whole pool, ~0.25 MB each)")
     parser.add_argument("--no-warm-pool", dest="warm_pool", action="store_false",
                         help="do not look at the pool's images while idle (benchmarks)")
+    parser.add_argument("--explanation-cache", type=int, default=None, metavar="ENTRIES",
+                        help="explanations kept in the Redis for every worker to reuse (default: 40,000, ~200 MB; "
+                             "0: none; server/explanation_cache.py)")
     parser.add_argument("--explainer-options", default=None,
                         help='JSON: options per explainer, e.g. \'{"nle": {"model": "DIR"}}\'')
     parser.set_defaults(run=worker_command)
 
 
 def worker_command(args: argparse.Namespace) -> int:
+    from .explanation_cache import DEFAULT_MAX_ENTRIES
     from .worker import FEATURE_CACHE, WorkerConfig, run_worker
 
     url = args.redis_url or os.environ.get("REDIS_URL")
@@ -293,7 +297,9 @@ def worker_command(args: argparse.Namespace) -> int:
                                    BatchSettings.for_device(args.device, args.max_batch_rounds, args.max_wait_ms,
                                                             args.batch_invariant),
                                    feature_cache=FEATURE_CACHE if args.feature_cache is None else args.feature_cache,
-                                   warm_pool=args.warm_pool, pool=pool_dir(args.pool) if args.pool else None))
+                                   warm_pool=args.warm_pool, pool=pool_dir(args.pool) if args.pool else None,
+                                   explanation_cache=DEFAULT_MAX_ENTRIES if args.explanation_cache is None
+                                   else args.explanation_cache))
 
 
 # --- `exag export` --------------------------------------------------------------------------------------
