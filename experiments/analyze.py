@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-exclusions", action="store_true",
                         help="exclude nobody, pre-registered or not: only the unexcluded analysis (what a "
                              "pre-registered report shows as its sensitivity analysis)")
+    parser.add_argument("--registration", action="append", type=Path, default=None, metavar="FILE.json",
+                        help="the registration document `exag preregister` wrote and you published (repeat for several "
+                             "studies): a registered study's plan must be one of these, else it is analysed as not "
+                             "pre-registered")
     parser.set_defaults(run=run)
 
 
@@ -55,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.study and not args.all_studies and len(studies) > 1:
             raise AnalysisError(f"the data holds {len(studies)} studies ({', '.join(studies)}): pass --study ID "
                                 "(repeatable) to analyse one, or --all-studies to pool them all")
+        missing = [str(path) for path in args.registration or [] if not path.is_file()]
+        if missing:
+            raise ValueError(f"--registration: no such file: {', '.join(missing)}")
+        published = [path.read_bytes() for path in args.registration] if args.registration else None
         report = analyze(tables, bench_dir=args.bench, progress=True, no_exclusions=args.no_exclusions,
+                         registrations_published=published,
                          **({"exclude_flags": exclude} if exclude is not None else {}))
     except AnalysisError as error:
         print(f"exag: error: {error}", file=sys.stderr)

@@ -15,6 +15,7 @@ pre-registration; `--no-exclusions` reports only the unexcluded analysis.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 
@@ -36,25 +37,66 @@ SENSITIVITY = ("the pre-registered primary comparison on every participant, no e
                "from the primary result, the exclusions decide the result")
 
 
-def registrations(tables: Tables) -> dict[str, dict]:
+def registrations(tables: Tables, documents: list[bytes] | None = None) -> dict[str, dict]:
     """{study: its registered plan} for the studies in `tables` that were pre-registered (a plan with its
-    sha256 in the `studies` table); a row that is not such a plan counts as not pre-registered."""
-    return registered_plans(tables.studies)
+    sha256 in the `studies` table that verifies: `verified`); any other row counts as not pre-registered."""
+    return registered_plans(tables.studies, documents)
 
 
-def registered_plans(studies) -> dict[str, dict]:
-    """registrations() of an export's `studies` table (a DataFrame) itself."""
+def registered_plans(studies, documents: list[bytes] | None = None) -> dict[str, dict]:
+    """registrations() of an export's `studies` table (a DataFrame) itself: the plans that verify (`verified`)."""
+    return verified(studies, documents)[0]
+
+
+def verified(studies, documents: list[bytes] | None = None) -> tuple[dict[str, dict], dict[str, str]]:
+    """({study: its plan} for the plans that verify, {study: why not} for the rows that carry a plan that does
+    not). A plan verifies when the study's config in the export, with this plan, hashes to the plan's sha256
+    (game/preregistration.py, as `exag preregister` computed it: an edited exclusion, primary or planned N, or an
+    edited hash, does not), the row's `preregistration_sha256` and the config's own plan say the same hash, and,
+    when registration documents are given (`exag analyze --registration FILE.json`, the file published when the
+    study was registered), one of them is the document with that hash. A study whose plan does not verify is
+    analysed as not pre-registered, and the report says why (`preregistration.refused`)."""
     if studies.empty or "preregistration" not in studies.columns:
-        return {}
-    plans = {}
-    for study, text in zip(studies["study"], studies["preregistration"]):
+        return {}, {}
+    published = {hashlib.sha256(d).hexdigest() for d in documents or []}
+    plans, refused = {}, {}
+    for row in studies.to_dict("records"):
+        study, text = str(row["study"]), row.get("preregistration")
         try:
             plan = json.loads(text) if isinstance(text, str) else None
         except ValueError:
             plan = None
-        if isinstance(plan, dict) and plan.get("sha256") and isinstance(plan.get("exclusions"), list):
-            plans[str(study)] = plan
-    return plans
+        if not isinstance(plan, dict) or not plan.get("sha256"):
+            continue
+        why = verification_failure(row, plan, published if documents is not None else None)
+        if why:
+            refused[study] = why
+        elif isinstance(plan.get("exclusions"), list):
+            plans[study] = plan
+    return plans, refused
+
+
+def verification_failure(row: dict, plan: dict, published: set[str] | None) -> str | None:
+    """Why a study's exported plan is not the one registered, or None."""
+    from game.study import StudyConfig
+    try:
+        config = json.loads(row.get("config") or "")
+    except ValueError:
+        return "its study config in the export is not readable JSON"
+    if not isinstance(config, dict):
+        return "its study config in the export is not a study config"
+    if row.get("preregistration_sha256") != plan["sha256"]:
+        return "the export's preregistration_sha256 differs from its plan's sha256"
+    if (config.get("preregistration") or {}).get("sha256") != plan["sha256"]:
+        return "the plan differs from the one in the study's config as it was created"
+    try:
+        StudyConfig.from_dict({**config, "preregistration": plan})
+    except (ValueError, TypeError) as error:        # preregistration.check: the digest, named changed fields
+        return f"the plan does not hash to its sha256: {error}"[:500]
+    if published is not None and plan["sha256"] not in published:
+        return (f"no registration document given (--registration) has its sha256 {plan['sha256'][:12]}...: "
+                "it is not the registration published")
+    return None
 
 
 def exclusion_rules(plans: dict[str, dict], exclude_flags, no_exclusions: bool) -> tuple[object, str]:
@@ -70,10 +112,16 @@ def exclusion_rules(plans: dict[str, dict], exclude_flags, no_exclusions: bool) 
 
 
 def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: dict, per_study: dict,
-            guarded: Callable[[str, Callable[[], dict], list], dict], notes: list[str]) -> dict:
-    """The report's "preregistration" (and, where exclusions were applied, "sensitivity") keys."""
+            guarded: Callable[[str, Callable[[], dict], list], dict], notes: list[str],
+            documents: list[bytes] | None = None) -> dict:
+    """The report's "preregistration" (and, where exclusions were applied, "sensitivity") keys; `refused`: the
+    studies whose exported plan does not verify (`verified`), and why."""
+    refused = verified(tables.studies, documents)[1]
+    notes += [f"study {study}: carries a pre-registration that does not verify ({why}); analysed as not "
+              "pre-registered" for study, why in refused.items()]
     if not plans:
-        return {"preregistration": {"registered": False, "analysis": NOT_REGISTERED, "labels": {}, "studies": {}}}
+        return {"preregistration": {"registered": False, "analysis": NOT_REGISTERED, "labels": {}, "studies": {},
+                                    "refused": refused}}
     applied = exclusions["flags"]
     studies = {}
     for study, plan in plans.items():
@@ -107,7 +155,7 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
     out = {"preregistration": {
         "registered": True, "analysis": analysis, "statement": _statement(analysis, studies),
         "labels": {s: "primary" if s in primary_sections else "exploratory" for s in SECTIONS},
-        "studies": studies}}
+        "studies": studies, "refused": refused}}
     if analysis in (PREREGISTERED, DEVIATION) and (applied or exclusions["participants"]):
         out["sensitivity"] = sensitivity(tables, plans, guarded, notes)
     return out

@@ -205,7 +205,9 @@ report = {
                                                    # study's data (game/export.py outcome_looks)
                            "deviations": [str],    # N analysed != planned_n; another exag version analyses;
                                                    # an export before the planned N had finished
-                           "result": table1 row | net_of_practice | explanations_used | {"missing"}}}},
+                           "result": table1 row | net_of_practice | explanations_used | {"missing"}}},
+    "refused": {study_id: str}},                   # plans in the export that do not verify, and why: those
+                                                   # studies are analysed as not pre-registered
   "sensitivity"?: {                                # when exclusions were applied to pre-registered data
     "exclusions": [], "description": str,
     "studies": {study_id: {"participants", "games": int, "result": (as above, no exclusion)} | {"missing"}}},
@@ -293,13 +295,15 @@ def sections(frames: Frames, bench: dict | None, notes: list[str]) -> dict:
 
 
 def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool = False,
-            exclude_flags: set[str] | frozenset[str] | None = None, no_exclusions: bool = False) -> dict:
+            exclude_flags: set[str] | frozenset[str] | None = None, no_exclusions: bool = False,
+            registrations_published: list[bytes] | None = None) -> dict:
     """The report dict (module doc) of these tables. `exclude_flags` drops the participants with any of
     those quality flags (no_questions, fast_games, straight_lined) in every study; None: each pre-registered
-    study's registered exclusions, none elsewhere (preregistered.py); `no_exclusions`: none at all."""
+    study's registered exclusions, none elsewhere (preregistered.py); `no_exclusions`: none at all;
+    `registrations_published`: the registration documents (FILE.json bytes) a registered plan must be one of."""
     if no_exclusions and exclude_flags:
         raise AnalysisError("exclude flags or no participants (--no-exclusions), not both")
-    plans = registrations(tables)
+    plans = registrations(tables, registrations_published)
     rules, analysis = exclusion_rules(plans, exclude_flags, no_exclusions)
     frames, exclusions = build_frames(tables, rules)
     notes = list(tables.notes) + frames.notes
@@ -329,7 +333,8 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
               "exclusions": {k: exclusions[k] for k in ("flags", "participants", "games")},
               "methods": methods(frames, exclusions), "notes": list(dict.fromkeys(notes)), "studies": per_study}
     report["quality"]["removed_by_flag"] = exclusions["removed"]
-    report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"]))
+    report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"],
+                          registrations_published))
     for study in study_ids:
         tag_primary(per_study[study]["tests"], plans.get(study), analysis)
     tag_primary(report["tests"], plans[study_ids[0]] if len(study_ids) == 1 and study_ids[0] in plans else None,

@@ -189,7 +189,7 @@ def test_a_study_without_registration_keeps_todays_default(tmp_path):
     report = analyze(log.tables())
     assert report["exclusions"]["participants"] == 0
     assert report["preregistration"] == {"registered": False, "analysis": "not preregistered", "labels": {},
-                                         "studies": {}}
+                                         "studies": {}, "refused": {}}
     assert 'class="tag' not in render_html(report, [])
 
 
@@ -338,3 +338,69 @@ def test_the_live_report_shows_no_outcome_of_a_registered_study_before_its_plann
         log._add("finish", study="ctl", participant=participant)
     page = live_report(log.events, "ctl")
     assert "stay hidden" not in page and "Table 1" in page                          # planned N reached
+
+
+# --- issue 54: a registration nobody can edit after the fact ------------------------------------------------
+
+def tampered(tables, study: str = "ctl", plan_edit=None, column_edit: dict | None = None):
+    """The tables with study's exported plan edited by `plan_edit(plan)` and its row's cells by `column_edit`."""
+    studies = tables.studies.copy()
+    row = studies.index[studies["study"] == study][0]
+    if plan_edit is not None:
+        plan = json.loads(studies.at[row, "preregistration"])
+        plan_edit(plan)
+        studies.at[row, "preregistration"] = json.dumps(plan, sort_keys=True)
+    for column, value in (column_edit or {}).items():
+        studies.at[row, column] = value
+    return dataclasses.replace(tables, studies=studies)
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda plan: plan.update(exclusions=[]), "preregistration.exclusions"),
+    (lambda plan: plan.update(primary="both"), "preregistration.primary"),
+    (lambda plan: plan.update(planned_n=3), "preregistration.planned_n"),
+    (lambda plan: plan.update(sha256="f" * 64), "preregistration_sha256"),
+])
+def test_an_edited_plan_in_an_export_is_never_analysed_as_preregistered(tmp_path, edit, named):
+    tables = study_log(preregistered(tmp_path)).tables()
+    assert analyze(tables)["preregistration"]["analysis"] == "preregistered"        # as exported: it verifies
+    report = analyze(tampered(tables, plan_edit=edit))
+    held = report["preregistration"]
+    assert not held["registered"] and held["analysis"] == "not preregistered" and "ctl" not in held["studies"]
+    assert named in held["refused"]["ctl"]
+    assert any("does not verify" in note for note in report["notes"])
+    assert not any(t.get("label") == "primary" or t.get("primary") for t in report["tests"] if isinstance(t, dict))
+
+
+def test_a_consistently_rehashed_plan_fails_against_the_published_registration(tmp_path):
+    """Edited plan, config and every hash made consistent again (anyone can recompute a SHA-256): only the
+    document published at registration (`--registration FILE.json`) tells; the real one verifies."""
+    study = preregistered(tmp_path)
+    published = (tmp_path / "prereg" / "ctl.json").read_bytes()
+    from game.preregistration import PLAN_KEYS, registration
+    draft = dataclasses.replace(study, preregistration={**{k: study.preregistration[k] for k in PLAN_KEYS},
+                                                        "exclusions": []})
+    forged_plan = registration(draft, study.preregistration["registered"])
+    forged = dataclasses.replace(study, preregistration=forged_plan)
+    log = study_log(forged)
+    tables = log.tables()
+    assert analyze(tables)["preregistration"]["analysis"] == "preregistered"        # self-consistent
+    held = analyze(tables, registrations_published=[published])["preregistration"]
+    assert held["analysis"] == "not preregistered" and "published" in held["refused"]["ctl"]
+    genuine = analyze(study_log(study).tables(), registrations_published=[published])["preregistration"]
+    assert genuine["analysis"] == "preregistered" and genuine["refused"] == {}
+
+
+def test_analyze_registration_reads_the_published_document(tmp_path, capsys):
+    study = preregistered(tmp_path)
+    write_export(study_log(study).events, tmp_path / "export")
+    base = ["analyze", "--data", str(tmp_path / "export"), "--study", "ctl"]
+    assert main(base + ["--out", str(tmp_path / "r1"), "--registration", str(tmp_path / "prereg" / "ctl.json")]) == 0
+    assert json.loads((tmp_path / "r1" / "report.json").read_text())["preregistration"]["analysis"] == "preregistered"
+    other = tmp_path / "other.json"
+    other.write_text("{}\n")
+    assert main(base + ["--out", str(tmp_path / "r2"), "--registration", str(other)]) == 0
+    held = json.loads((tmp_path / "r2" / "report.json").read_text())["preregistration"]
+    assert held["analysis"] == "not preregistered" and "ctl" in held["refused"]
+    assert main(base + ["--out", str(tmp_path / "r3"), "--registration", str(tmp_path / "nope.json")]) != 0
+    assert "no such file" in capsys.readouterr().err
