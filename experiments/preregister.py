@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import hashlib
 import importlib.metadata
 import json
 import subprocess
@@ -139,15 +140,29 @@ def refuse_unregistrable(study: StudyConfig, primary: str, study_path: Path) -> 
 
 @functools.lru_cache(maxsize=1)      # the analysis asks for each registered study; it stays for the process
 def exag_version() -> str:
-    """The commit of the exag checkout that runs (with "+changes" when its files differ from it), else the
-    installed package's version."""
-    repo = Path(__file__).resolve().parents[1]
+    """checkout_version of the exag checkout that runs (see there)."""
+    return checkout_version(Path(__file__).resolve().parents[1])
+
+
+def checkout_version(repo: Path) -> str:
+    """The commit of the exag checkout that runs, with "+changes-" and a hash of what differs from it when
+    anything does (the diff of its tracked files and the content of its untracked, not ignored files: two
+    different local edits are two versions), else the installed package's version."""
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=30, check=True).stdout
+
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        return commit + ("+changes" if dirty else "")
+        commit = git("rev-parse", "HEAD").decode().strip()
+        # content, not timestamps: an edit within the second of the last commit keeps a file's size and mtime
+        subprocess.run(["git", "update-index", "-q", "--really-refresh"], cwd=repo, capture_output=True, timeout=60)
+        diff = git("diff", "HEAD", "--binary")
+        changes = hashlib.sha256(diff)
+        untracked = sorted(p for p in git("ls-files", "--others", "--exclude-standard", "-z").decode().split("\0") if p)
+        for name in untracked:
+            path = repo / name
+            changes.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+        dirty = bool(untracked) or bool(diff.strip())
+        return commit + (f"+changes-{changes.hexdigest()[:12]}" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         try:
             return f"exag {importlib.metadata.version('exag')}"

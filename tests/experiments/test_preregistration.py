@@ -58,7 +58,7 @@ def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path
     assert {k: v for k, v in section.items() if k not in ("registered", "fields")} == \
         {**PLAN, "planned_n": 25, "sha256": sha256}
     assert section["registered"]["agent_fingerprint"] is None                # the study names no agent ...
-    assert re.fullmatch(r"[0-9a-f]{40}(\+changes)?", section["registered"]["exag_version"])
+    assert re.fullmatch(r"[0-9a-f]{40}(\+changes-[0-9a-f]{12})?", section["registered"]["exag_version"])
     printed = capsys.readouterr().out
     assert sha256 in printed and "names no agent" in printed                 # ... and is told so
     registered = json.loads(document)
@@ -404,3 +404,30 @@ def test_analyze_registration_reads_the_published_document(tmp_path, capsys):
     assert held["analysis"] == "not preregistered" and "ctl" in held["refused"]
     assert main(base + ["--out", str(tmp_path / "r3"), "--registration", str(tmp_path / "nope.json")]) != 0
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_registered_version_tells_one_local_edit_from_another(tmp_path):
+    """Issue 54: "commit+changes" named every local edit alike (a changed analysis constant and a changed game
+    rule gave the same version); now the changes are hashed, untracked sources included."""
+    import subprocess
+
+    from experiments.preregister import checkout_version as exag_version
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "rules.py").write_text("FAST_GAME_S = 10\n")
+    git("add", "rules.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    clean = exag_version(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{40}", clean)
+    (tmp_path / "rules.py").write_text("FAST_GAME_S = 30\n")
+    one = exag_version(tmp_path)
+    (tmp_path / "rules.py").write_text("FAST_GAME_S = 20\n")
+    other = exag_version(tmp_path)
+    assert one.startswith(clean + "+changes-") and other.startswith(clean + "+changes-") and one != other
+    (tmp_path / "rules.py").write_text("FAST_GAME_S = 10\n")
+    (tmp_path / "plugin.py").write_text("BOOTSTRAP = 999\n")          # an untracked source counts too
+    untracked = exag_version(tmp_path)
+    assert untracked.startswith(clean + "+changes-") and untracked not in (one, other)
