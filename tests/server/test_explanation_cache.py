@@ -9,6 +9,7 @@ import copy
 import pytest
 import redis as redis_lib
 
+from explainers.base import Explainer
 from game.pool import GamePool
 from server import json_text
 from server.embedded_redis import EmbeddedRedis
@@ -40,6 +41,15 @@ def predictor(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def pool(agent_world):
     return GamePool(agent_world)
+
+
+@pytest.fixture
+def cached(predictor, client):
+    """The predictor with a fresh shared cache (emptied), and without one again afterwards."""
+    client.flushdb()
+    predictor.cache = shared_cache(client, predictor)
+    yield predictor
+    predictor.cache = None
 
 
 def rounds(pool, every=("attention", "relqa"), secret=("objscene", "nle", "introspect"), question="is there a red cube?",
@@ -92,40 +102,46 @@ def test_a_cached_round_shows_and_logs_the_bytes_its_computation_gave(predictor,
         predictor.cache = None
 
 
-def test_a_round_whose_explanations_are_all_cached_asks_the_agent_about_the_secret_alone(predictor, pool, client):
-    client.flushdb()
-    predictor.cache = shared_cache(client, predictor)
-    try:
-        answer_rounds(predictor, rounds(pool), pool)
-        (job, request), = rounds(pool)
-        known = frozenset(cache_keys(predictor, predictor.cache, request))
-        cached = RoundRequest(request.images, request.question, request.secret, request.for_every_image,
-                              request.for_the_secret, request.seed, known)
-        assert predictor.positions_to_answer(cached) == [request.secret]
-        result = predictor.predict([cached])[0]
-        assert [k for k, o in enumerate(result.outputs) if o is not None] == [request.secret]
-        assert not any(result.for_every_image) and not result.for_the_secret
-        # one image's attention missing: that image is answered too
-        partial = RoundRequest(*[getattr(cached, f) for f in ("images", "question", "secret", "for_every_image",
-                                                               "for_the_secret", "seed")], known - {("attention", 4)})
-        assert predictor.positions_to_answer(partial) == [2, 4]
-    finally:
-        predictor.cache = None
+def test_a_round_whose_explanations_are_all_cached_asks_the_agent_about_the_secret_alone(cached, pool):
+    predictor = cached
+    answer_rounds(predictor, rounds(pool), pool)
+    (job, request), = rounds(pool)
+    known = frozenset(cache_keys(predictor, predictor.cache, request))
+    all_known = RoundRequest(request.images, request.question, request.secret, request.for_every_image,
+                             request.for_the_secret, request.seed, known)
+    assert predictor.positions_to_answer(all_known) == [request.secret]
+    result = predictor.predict([all_known])[0]
+    assert [k for k, o in enumerate(result.outputs) if o is not None] == [request.secret]
+    assert not any(result.for_every_image) and not result.for_the_secret
+    # one image's attention missing: that image is answered too
+    partial = RoundRequest(*[getattr(all_known, f) for f in ("images", "question", "secret", "for_every_image",
+                                                              "for_the_secret", "seed")], known - {("attention", 4)})
+    assert predictor.positions_to_answer(partial) == [2, 4]
 
 
-def test_shams_and_undeclared_explainers_are_never_cached(predictor, pool, client):
-    client.flushdb()
-    predictor.cache = shared_cache(client, predictor)
+def test_shams_and_undeclared_explainers_are_never_cached(cached, pool, client):
+    predictor = cached
+    sham = rounds(pool, every=("attention-shuffled",), secret=("nle-other",))
+    assert cache_keys(predictor, predictor.cache, sham[0][1]) == {}
+    first, second = (answer_rounds(predictor, sham, pool)[0] for _ in range(2))
+    assert comparable(first) == comparable(second) and not any(e.get("cached") for e in second["shown"]["log"])
+    assert not client.keys(PREFIX + "*")
+    # with a sham in the round every image is answered (it shows another image's explanation)
+    assert predictor.positions_to_answer(sham[0][1]) == [0, 1, 2, 3, 4]
+    # an explainer that does not declare `cacheable` (a third-party one, say) is computed every round
+
+    class Undeclared(Explainer):
+        name, kind = "undeclared", "text"
+
+        def payloads(self, requests):
+            return [{"text": f"I answered {r.output.answer}."} for r in requests]
+
+    predictor.explainers["undeclared"] = Undeclared(predictor.agent)
     try:
-        sham = rounds(pool, every=("attention-shuffled",), secret=("nle-other",))
-        assert cache_keys(predictor, predictor.cache, sham[0][1]) == {}
-        first, second = (answer_rounds(predictor, sham, pool)[0] for _ in range(2))
-        assert comparable(first) == comparable(second) and not any(e.get("cached") for e in second["shown"]["log"])
-        assert not client.keys(PREFIX + "*")
-        # with a sham in the round every image is answered (it shows another image's explanation)
-        assert predictor.positions_to_answer(sham[0][1]) == [0, 1, 2, 3, 4]
+        assert cache_keys(predictor, predictor.cache, rounds(pool, every=("undeclared",), secret=())[0][1]) == {}
+        assert cache_keys(predictor, predictor.cache, rounds(pool, every=("attention",), secret=())[0][1])
     finally:
-        predictor.cache = None
+        del predictor.explainers["undeclared"]
 
 
 def test_the_cache_keeps_at_most_its_bound_dropping_the_oldest(client):
