@@ -132,9 +132,11 @@ def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: d
             deviation = (f"excluded by {', '.join(applied) or 'no flag'} (--exclude) instead of the pre-registered "
                          f"{', '.join(plan['exclusions']) or 'no exclusion'}")
         analysed = (mine or {}).get("n", {}).get("participants", 0)
+        finished = finished_participants(tables, study)
         studies[study] = {
             "sha256": plan["sha256"], "hypotheses": plan.get("hypotheses", []), "primary": plan.get("primary"),
-            "registered": plan.get("registered", {}), "deviations": other_deviations(plan, analysed),
+            "registered": plan.get("registered", {}), "deviations": other_deviations(plan, finished),
+            "finished": finished,
             "primary_test": _primary_test(plan.get("primary"), kind), "primary_outcome": PRIMARY_OUTCOME,
             "planned_n": plan.get("planned_n"), "stopping_rule": plan.get("stopping_rule"),
             "exclusions": plan["exclusions"],
@@ -174,12 +176,24 @@ def looks_at_outcomes(studies, study: str) -> list[dict]:
     return [look for look in looks if isinstance(look, dict)] if isinstance(looks, list) else []
 
 
-def other_deviations(plan: dict, analysed: int) -> list[str]:
-    """What differs from the registration besides the exclusions: the analysed participants from the planned N,
-    and the exag version that analyses from the one the study was registered with."""
+def finished_participants(tables: Tables, study: str) -> int:
+    """How many real participants (not test participations) finished the study: what planned N counts, here as
+    where outcomes are hidden until it is reached (game/preregistration.py outcomes_hidden)."""
+    from game.study import is_test_participation
+    people = tables.participants
+    if people.empty or not {"study", "participant", "finished"} <= set(people.columns):
+        return 0
+    mine = people[(people["study"] == study) & people["finished"].notna()]
+    return int(sum(not is_test_participation(p) for p in mine["participant"]))
+
+
+def other_deviations(plan: dict, finished: int) -> list[str]:
+    """What differs from the registration besides the exclusions: the participants who finished from the planned
+    N (one meaning of planned N throughout: finished, before the registered exclusions, which are applied as
+    registered and are no deviation), and the exag version that analyses from the one registered."""
     deviations = []
-    if plan.get("planned_n") is not None and analysed != plan["planned_n"]:
-        deviations.append(f"{analysed} participants analysed where {plan['planned_n']} were planned")
+    if plan.get("planned_n") is not None and finished != plan["planned_n"]:
+        deviations.append(f"{finished} participants finished where {plan['planned_n']} were planned")
     registered = (plan.get("registered") or {}).get("exag_version")
     if registered and registered != (now := exag_version()):
         deviations.append(f"registered with exag {registered}, analysed with exag {now}")

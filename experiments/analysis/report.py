@@ -198,12 +198,13 @@ report = {
                            "primary_outcome": str, "planned_n": int, "stopping_rule": str,
                            "exclusions": [flag],   # registered
                            "applied": [flag],      # applied in this analysis
-                           "deviation": str | None, "participants": int,   # analysed, beside planned_n
+                           "deviation": str | None, "participants": int,   # analysed (after exclusions)
+                           "finished": int,        # real participants who finished: what planned_n counts
                            "registered": {"exag_version"?, "agent_fingerprint"?},   # what exag preregister
                                                    # registered ({} for the first format)
                            "looks": [{"time", "where", "finished", "planned_n"}],   # every export of the
                                                    # study's data (game/export.py outcome_looks)
-                           "deviations": [str],    # N analysed != planned_n; another exag version analyses;
+                           "deviations": [str],    # N finished != planned_n; another exag version analyses;
                                                    # an export before the planned N had finished
                            "result": table1 row | net_of_practice | explanations_used | {"missing"}}},
     "refused": {study_id: str}},                   # plans in the export that do not verify, and why: those

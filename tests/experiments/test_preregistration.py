@@ -308,12 +308,12 @@ def test_an_analysed_n_other_than_planned_and_another_exag_version_are_deviation
     assert main(["analyze", "--data", str(tmp_path / "export"), "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
     held = json.loads((tmp_path / "report" / "report.json").read_text())["preregistration"]["studies"]["ctl"]
-    analysed = held["participants"]
-    assert analysed != 25 and held["registered"]["exag_version"] == "0000000 (an older exag)"
-    assert f"{analysed} participants analysed where 25 were planned" in held["deviations"]
+    finished = held["finished"]
+    assert finished != 25 and held["registered"]["exag_version"] == "0000000 (an older exag)"
+    assert f"{finished} participants finished where 25 were planned" in held["deviations"]
     assert any(d.startswith("registered with exag 0000000 (an older exag), analysed with exag ")
                for d in held["deviations"])
-    assert f"ctl deviation from its pre-registration: {analysed} participants analysed where 25" in printed
+    assert f"ctl deviation from its pre-registration: {finished} participants finished where 25" in printed
     page = (tmp_path / "report" / "report.html").read_text()
     assert "other deviations" in page and "where 25 were planned" in page
 
@@ -431,3 +431,28 @@ def test_the_registered_version_tells_one_local_edit_from_another(tmp_path):
     (tmp_path / "plugin.py").write_text("BOOTSTRAP = 999\n")          # an untracked source counts too
     untracked = exag_version(tmp_path)
     assert untracked.startswith(clean + "+changes-") and untracked not in (one, other)
+
+
+def test_planned_n_counts_who_finished_so_registered_exclusions_are_no_deviation(tmp_path):
+    """Issue 54: planned N meant "finished" for hiding outcomes but "analysed after exclusions" for the deviation
+    check, so every registered exclusion made a spurious deviation. Now both count who finished."""
+    study = preregistered(tmp_path)
+    everyone = sorted({e["participant"] for e in study_log(study).events if e.get("study") == "ctl" and e.get("participant")})
+    replanned = dataclasses.replace(study, preregistration=registration_with(study, planned_n=len(everyone)))
+    log = study_log(replanned)
+    log.events += [{"type": "finish", "time": 1e9, "study": "ctl", "participant": p} for p in everyone]
+    held = analyze(log.tables())["preregistration"]["studies"]["ctl"]
+    assert held["finished"] == len(everyone) == PARTICIPANTS + 1
+    assert held["participants"] == PARTICIPANTS                     # the speedy one excluded, as registered
+    assert not [d for d in held["deviations"] if "planned" in d]
+    # one fewer finished than planned is a deviation, named so
+    log.events.pop()
+    held = analyze(log.tables())["preregistration"]["studies"]["ctl"]
+    assert f"{PARTICIPANTS} participants finished where {PARTICIPANTS + 1} were planned" in held["deviations"]
+
+
+def registration_with(study, **plan):
+    """The study registered again with these plan fields changed (as `exag preregister` would)."""
+    from game.preregistration import PLAN_KEYS, registration
+    draft = dataclasses.replace(study, preregistration={**{k: study.preregistration[k] for k in PLAN_KEYS}, **plan})
+    return registration(draft, study.preregistration["registered"])
