@@ -39,7 +39,9 @@ PARTICIPANT_UNIT = "participant"
 # (pattern on the path, name, claim, unit, estimate key in the p-value's dict, calibrated under)
 RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
     (r"controlled\.table1\.([^.]+)\.effect\.p_value", r"table1.\1", EFFECT,
-     "participant (own with- minus no-explanation difference; orders re-drawn)", "win_rate", CONTROLLED_SCENARIOS),
+     "game, participant-clustered (won ~ explanations + block + participant, OLS: the completers' games weighted "
+     "equally, so participants by games played; wild cluster bootstrap over participants)", "win_rate",
+     CONTROLLED_SCENARIOS),
     (r"controlled\.table1\.([^.]+)\.p_value", r"table1.\1.z_test", ASSOCIATION, GAME_UNIT, None,
      CONTROLLED_SCENARIOS),
     (r"controlled\.table1\.(overall_inc_none)\.p_value_clustered", r"table1.\1.relabel", ASSOCIATION,
