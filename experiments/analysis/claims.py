@@ -55,6 +55,8 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
     (r"controlled\.table1\.([^.]+)\.improvement_within_participants\.p_value", r"table1.\1.paired", ASSOCIATION,
      "participant (sign-flip of own with- minus no-explanation difference; practice is in it)", "win_rate",
      CONTROLLED_SCENARIOS),
+    (r"flow\.studies\.([^.]+)\.attrition_test\.p_value", r"flow.\1.attrition", ASSOCIATION,
+     "participant (finished or not, by arm: who left, not why; Fisher's exact or chi-square)", None, ()),
     (r"controlled\.control_group\.p_value", "control_group.z_test", ASSOCIATION, GAME_UNIT, "difference",
      CONTROLLED_SCENARIOS),
     (r"controlled\.control_group\.p_value_clustered", "control_group.paired", ASSOCIATION,

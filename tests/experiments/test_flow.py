@@ -352,3 +352,15 @@ def test_repeat_participation_is_flagged_counted_and_excludable():
     assert study["total"]["excluded"] == 6 and study["total"]["analysed"] == 1 and study["adds_up"]
     assert study["total"]["excluded_by"] == {"several_sessions": 2, "shared_browser": 4}
     assert study["total"]["not_consented"] == 2
+
+
+def test_the_attrition_test_is_listed_among_the_reports_tests():
+    """Issue 54: the flow's differential-attrition p-value was printed but not in report["tests"]; it is listed
+    there now, an association (who left, by arm, says nothing of why), with the flow table's p-value."""
+    tables = Tables.from_frames(export_tables(controlled_and_at_will_log().events), "flow log")
+    report = analyze(tables)
+    listed = {t["name"]: t for t in report["tests"]}
+    attrition = listed["flow.flow.attrition"]
+    assert attrition["claim"] == "association" and "by arm" in attrition["unit"]
+    assert attrition["p_value"] == pytest.approx(report["flow"]["studies"]["flow"]["attrition_test"]["p_value"])
+    assert "flow.free.attrition" in listed and listed["flow.free.attrition"]["p_value"] is None   # one arm: none
