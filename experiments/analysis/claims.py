@@ -109,6 +109,35 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
     (r"by_correctness\.(.+)", r"fig9.\1", ASSOCIATION, "explanation of the secret image", None, ()),
     (r"answer_correctness\.(.+)", r"fig10.\1", ASSOCIATION, "game", None, ()),
 ]
+# What each effect test estimates (whose effect, weighted how) and what it assumes beyond the randomization the
+# design guarantees (issue 54): report.json's tests carry them, and the HTML prints them beside the unit.
+COMPLETERS = ("dropout unrelated to the outcome: only the games played are in it, so players who left after a bad "
+              "block weigh less (the flow table's attrition test and bounds show how many left, by arm)")
+ESTIMANDS: list[tuple[str, str, tuple[str, ...]]] = [
+    (r"table1\..+", "the difference in win rate between a participant's games with and without explanations (this "
+     "row's modes), within participant and block, averaged over the completers' games: each participant weighs "
+     "by the games they played both ways",
+     ("no carryover: explanations in one block do not change play in later blocks (learning about the agent "
+      "would; order.first_period, which uses block 1 alone, is beside it)", COMPLETERS,
+      "practice common to both orders (the block fixed effects take it out)")),
+    (r"net_of_practice", "the difference between the explanation arms and the control arm in each participant's "
+     "own with-block minus other-block win rate, each participant weighing the same",
+     ("the arms were randomized (the design)", COMPLETERS)),
+    (r"order\.first_period", "the difference in block-1 win rate between participants who started with explanations "
+     "and those who started without, each weighing the same (no later block: carryover cannot enter)",
+     ("the order was randomized (the design)", "dropout within block 1 unrelated to the outcome")),
+    (r"at_will\.offer", "the effect of being offered explanations on a game's win rate (intention to treat), within "
+     "participant, each offered game against that participant's games without the offer",
+     ("offers randomized game by game (the design)", "no spillover: an offer in one game does not change the "
+      "participant's other games")),
+    (r"at_will\.offer_iv", "the effect of using explanations in the games where the offer changed whether they "
+     "were used (a complier average, per game): the offer's effect over the uptake",
+     ("exclusion restriction: being offered changes play only through using the explanations. The page differs "
+      "between offered and not-offered games (the button), so the offer's own effect cannot be ruled out: read "
+      "at_will.offer beside it", "monotonicity: nobody uses explanations without the offer (the page gives no way)",
+      "uptake above zero")),
+]
+ASSOCIATION_ESTIMAND = "none: an association (nothing in it was randomized), not an effect of explanations"
 ESTIMATES = ("difference", "win_rate", "odds_ratio", "mean", "weighted_kappa", "pearson", "spearman", "chi2")
 P_KEY = re.compile(r"^p_value.*|.*_p$")
 
@@ -180,7 +209,11 @@ def listed_tests(sections: dict, skip: tuple[str, ...] = ("benchmarks", "paper")
                 if pattern.startswith(r"difficulty_by_rating") or pattern.endswith(r"(.+)"):
                     test_name = test_name.replace(".p_value", "")
             estimate_of, estimate = _estimate(holder, estimate_key, p_key)
-            out.append({"name": test_name, "p_value": holder.get(p_key),
+            estimand, assumptions = (next(((e, list(a)) for pattern_, e, a in ESTIMANDS
+                                           if re.fullmatch(pattern_, test_name)), ("not stated", []))
+                                     if claim == EFFECT else (ASSOCIATION_ESTIMAND, []))
+            out.append({"name": test_name, "p_value": holder.get(p_key), "estimand": estimand,
+                        "assumptions": assumptions,
                         "estimate": estimate if isinstance(estimate, (int, float)) else None,
                         "estimate_of": estimate_of, "claim": claim, "unit": unit,
                         "calibrated_under": list(scenarios), "test": _method(holder, p_key), "path": dotted})

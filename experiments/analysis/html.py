@@ -532,6 +532,9 @@ def tests_section(tests) -> str:
              _num(t.get("estimate"), 3) + (f' <span class="muted small">({_e(t.get("estimate_of"))})</span>'
                                            if t.get("estimate_of") else ""),
              _p(t.get("p_value"), t.get("claim") or ASSOCIATION), _e(t.get("unit")),
+             _e(t.get("estimand") or DASH) + ("<br>" + "".join(f'<span class="muted small">assumes: {_e(a)}</span><br>'
+                                                             for a in t.get("assumptions") or [])
+                                               if t.get("assumptions") else ""),
              _e(", ".join(t.get("calibrated_under") or []) or "not calibrated by simulation")]
             for t in tests]
     effects = sum(t.get("claim") == EFFECT for t in tests)
@@ -542,7 +545,8 @@ def tests_section(tests) -> str:
             "<b>association</b> is anything else: games pooled, games the player chose to buy explanations in, "
             "ratings given after seeing the explanation. A significant association is not evidence that "
             "explanations caused anything.</p>"
-            + '<div class="tests">' + _table(["test", "estimate", "p", "unit", "calibrated under (null scenarios)"],
+            + '<div class="tests">' + _table(["test", "estimate", "p", "unit", "estimand (whose effect) and "
+                                              "assumptions", "calibrated under (null scenarios)"],
                                              rows, 1, 3) + "</div></details>")
 
 

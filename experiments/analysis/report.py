@@ -218,6 +218,8 @@ report = {
                                                    # test; worst-case bounds for unplayed games; flags and
                                                    # the analysed sample by arm
   "tests": [{"name", "p_value", "estimate", "estimate_of", "claim": "effect"|"association", "unit",
+             "estimand": str, "assumptions": [str],   # whose effect, weighted how, and what it assumes beyond
+                                                   # the randomization (claims.py ESTIMANDS); an association says so
              "calibrated_under": [scenario], "test", "path", "role": "primary"|"exploratory"}],
                                                    # claims.py: every p-value of the pooled sections with what it
                                                    # claims; the registered primary's own test is the one "primary"

@@ -168,3 +168,26 @@ def test_the_within_participant_randomization_test_redraws_only_within_participa
     p = within_relabel_test(treated, treated, clusters)["p_value"]
     assert p < 0.001 and "re-drawn among that participant's games" in within_relabel_test(treated, treated, clusters)["test"]
     assert within_relabel_test(treated[:12], treated[:12], clusters[:12])["p_value"] is None    # 3 participants
+
+
+def test_every_effect_names_its_estimand_and_its_assumptions():
+    """Issue 54: whose effect, weighted how, and what it assumes beyond the randomization, for every effect test
+    (report.json `tests`), and shown beside the unit in the report page."""
+    from experiments.analysis.claims import ASSOCIATION_ESTIMAND
+    from experiments.analysis.html import tests_section
+
+    controlled = report_tests(crowd_study(np.random.default_rng(3), Crowd(order="counterbalanced"), 24))
+    at_will = report_tests(crowd_study(np.random.default_rng(3), Crowd(kind="at-will", offer=True), 24))
+    effects = [t for t in controlled + at_will if t["claim"] == EFFECT]
+    assert {t["name"] for t in effects} >= {"table1.overall", "net_of_practice", "order.first_period", "at_will.offer",
+                                            "at_will.offer_iv"}
+    for test in effects:
+        assert test["estimand"] not in ("", "not stated") and test["assumptions"], test["name"]
+    by_name = {t["name"]: t for t in effects}
+    assert "no carryover" in " ".join(by_name["table1.overall"]["assumptions"])
+    assert "games" in by_name["table1.overall"]["estimand"]                 # weighted by games played: said
+    assert "exclusion restriction" in " ".join(by_name["at_will.offer_iv"]["assumptions"])
+    assert all(t["estimand"] == ASSOCIATION_ESTIMAND and t["assumptions"] == []
+               for t in controlled + at_will if t["claim"] == ASSOCIATION)
+    page = tests_section(controlled)
+    assert "estimand (whose effect) and assumptions" in page and "assumes: no carryover" in page
