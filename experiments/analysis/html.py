@@ -531,7 +531,10 @@ def tests_section(tests) -> str:
                                                   if t.get("role") == "primary" else ""),
              _num(t.get("estimate"), 3) + (f' <span class="muted small">({_e(t.get("estimate_of"))})</span>'
                                            if t.get("estimate_of") else ""),
-             _p(t.get("p_value"), t.get("claim") or ASSOCIATION), _e(t.get("unit")),
+             _p(t.get("p_value"), t.get("claim") or ASSOCIATION)
+             + (f'<br><span class="small">adjusted {_num(t.get("p_adjusted"), 3)}</span>'
+                if t.get("p_adjusted") is not None else "")
+             + f'<br><span class="muted small">{_e(t.get("correction") or "not corrected")}</span>', _e(t.get("unit")),
              _e(t.get("estimand") or DASH) + ("<br>" + "".join(f'<span class="muted small">assumes: {_e(a)}</span><br>'
                                                              for a in t.get("assumptions") or [])
                                                if t.get("assumptions") else ""),

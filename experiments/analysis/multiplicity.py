@@ -11,6 +11,9 @@ import gc
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from game.preregistration import ANALYSIS
+
+ALPHA = ANALYSIS["alpha"]       # the level a pre-registration freezes
 HOLM = "Holm-corrected over the panel's points (statsmodels multipletests, method='holm')"
 
 
@@ -31,3 +34,29 @@ def holm(p_values) -> list[float | None]:
         for i, p in zip(made, corrected):
             adjusted[i] = float(p)
     return adjusted
+
+
+# --- the report's family of effect tests (issue 54) ------------------------------------------------------------
+GATE = "table1.overall"          # the registrable primary, when no other is registered
+FAMILY_WISE = ("The primary effect test is the confirmatory one; the arm rows (table1.ARM) follow it in a gatekeeping "
+               "order: each arm row's adjusted p-value is the larger of the primary's and its Holm-adjusted one over the "
+               "arm rows, so the primary and the arm rows together keep a {alpha:.0%} family-wise error. Every other "
+               "p-value is not corrected.")
+
+
+def correct_family(tests: list[dict], alpha: float = ALPHA) -> None:
+    """Adds `correction` and `p_adjusted` to each listed test (claims.py): the gate (the registered primary, else
+    table1.overall) confirmatory, the other table1 arm rows gatekept by it with Holm's adjustment among them,
+    everything else "not corrected" (p_adjusted None)."""
+    effects = {t["name"]: t for t in tests if t.get("claim") == "effect"}
+    gate = next((t for t in tests if t.get("role") == "primary"), None) or effects.get(GATE)
+    arms = [t for name, t in effects.items() if name.startswith("table1.") and t is not gate]
+    for t in tests:
+        t["correction"], t["p_adjusted"] = "not corrected", None
+    if gate is None:
+        return
+    gate["correction"], gate["p_adjusted"] = "confirmatory (the primary: tested first, at its level)", gate.get("p_value")
+    gate_p = gate.get("p_value")
+    for t, p in zip(arms, holm([t.get("p_value") for t in arms])):
+        t["correction"] = f"gatekept by {gate['name']}, Holm over the {len(arms)} arm rows"
+        t["p_adjusted"] = None if p is None or gate_p is None else max(float(gate_p), p)

@@ -220,7 +220,10 @@ report = {
   "tests": [{"name", "p_value", "estimate", "estimate_of", "claim": "effect"|"association", "unit",
              "estimand": str, "assumptions": [str],   # whose effect, weighted how, and what it assumes beyond
                                                    # the randomization (claims.py ESTIMANDS); an association says so
-             "calibrated_under": [scenario], "test", "path", "role": "primary"|"exploratory"}],
+             "calibrated_under": [scenario], "test", "path", "role": "primary"|"exploratory",
+             "correction": str, "p_adjusted": float | None}],   # multiplicity.py correct_family: the primary
+                                                   # confirmatory, the arm rows gatekept and Holm-adjusted, the rest
+                                                   # "not corrected"
                                                    # claims.py: every p-value of the pooled sections with what it
                                                    # claims; the registered primary's own test is the one "primary"
   "methods": str,                                  # a paragraph: definitions, tests, exclusions
@@ -252,6 +255,7 @@ from .design import design
 from .correctness import answer_correctness, by_correctness, correlations
 from .data import AnalysisError, Tables
 from .claims import listed_tests
+from .multiplicity import ALPHA, FAMILY_WISE, correct_family
 from .flow import flow
 from .frames import AT_WILL, CONTROLLED, Frames, build_frames
 from .paper import PAPER
@@ -346,6 +350,10 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
         tag_primary(per_study[study]["tests"], plans.get(study), analysis)
     tag_primary(report["tests"], plans[study_ids[0]] if len(study_ids) == 1 and study_ids[0] in plans else None,
                 analysis)
+    for listed in [report["tests"]] + [per_study[study]["tests"] for study in study_ids]:
+        correct_family(listed)
+    if any(t.get("correction", "").startswith("confirmatory") for t in report["tests"]):
+        report["methods"] += " " + FAMILY_WISE.format(alpha=ALPHA)
     if plans:
         report["methods"] += " " + report["preregistration"]["statement"]
     return json_safe(report)

@@ -191,3 +191,29 @@ def test_every_effect_names_its_estimand_and_its_assumptions():
                for t in controlled + at_will if t["claim"] == ASSOCIATION)
     page = tests_section(controlled)
     assert "estimand (whose effect) and assumptions" in page and "assumes: no carryover" in page
+
+
+def test_the_primary_is_confirmatory_and_the_arm_rows_are_gatekept_and_holm_corrected():
+    """Issue 54: six effect tests a controlled study, none corrected, made at least one false positive in a fifth
+    of null studies. Now the primary (the registered one, else table1.overall) is confirmatory, the arm rows follow
+    it (adjusted p: the larger of the primary's and their Holm-adjusted one), everything else is not corrected."""
+    from experiments.analysis.multiplicity import correct_family, holm
+
+    tests = report_tests(crowd_study(np.random.default_rng(5), Crowd(order="counterbalanced"), 24))
+    correct_family(tests)
+    by_name = {t["name"]: t for t in tests}
+    gate = by_name["table1.overall"]
+    assert gate["correction"].startswith("confirmatory") and gate["p_adjusted"] == gate["p_value"]
+    arms = [t for t in tests if t["name"].startswith("table1.") and t is not gate and t["claim"] == EFFECT]
+    assert len(arms) >= 2
+    for t, p in zip(arms, holm([t["p_value"] for t in arms])):
+        assert t["p_adjusted"] == pytest.approx(max(gate["p_value"], p)) and "gatekept by table1.overall" in t["correction"]
+    others = [t for t in tests if t is not gate and t not in arms]
+    assert others and all(t["correction"] == "not corrected" and t["p_adjusted"] is None for t in others)
+    # a registered primary other than overall is the gate then
+    for t in tests:
+        t["role"] = "primary" if t["name"] == "net_of_practice" else "exploratory"
+    correct_family(tests)
+    assert by_name["net_of_practice"]["correction"].startswith("confirmatory")
+    assert all("gatekept by net_of_practice" in t["correction"] for t in tests
+               if t["name"].startswith("table1.") and t["claim"] == EFFECT)
