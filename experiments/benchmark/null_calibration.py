@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 from experiments.analysis.claims import EFFECT
 from experiments.analysis.frames import AT_WILL, CONTROLLED
+from experiments.analysis.multiplicity import correct_family
 from experiments.benchmark import write_report
 from experiments.simulate.crowd import Crowd, crowd_study, one_thread, report_tests
 
@@ -108,12 +109,20 @@ def controlled_study(rng: np.random.Generator, participants: int, lift: float,
     return scenario_study(rng, SCENARIOS["counterbalanced" if counterbalanced else "abab"], participants, lift)
 
 
+FAMILY = "family: primary + arm rows (corrected)"
+
+
 def _replicate(task: tuple) -> list[tuple[str, str, float, float | None]]:
-    """(test, claim, lift, p-value) of one simulated study: the unit of work the processes share."""
+    """(test, claim, lift, p-value) of one simulated study: the unit of work the processes share; with them the
+    corrected family of effect tests (experiments/analysis/multiplicity.py correct_family) as one more row, whose
+    p-value is its smallest adjusted one: the family-wise error is its share under ALPHA."""
     name, size, replicate, lift, seed = task
     rng = np.random.default_rng([seed, size, replicate])
-    return [(t["name"], t["claim"], lift, t["p_value"])
-            for t in report_tests(scenario_study(rng, SCENARIOS[name], size, lift))]
+    tests = report_tests(scenario_study(rng, SCENARIOS[name], size, lift))
+    correct_family(tests)
+    adjusted = [t["p_adjusted"] for t in tests if t.get("p_adjusted") is not None]
+    family = [(FAMILY, EFFECT, lift, min(adjusted))] if adjusted else []
+    return [(t["name"], t["claim"], lift, t["p_value"]) for t in tests] + family
 
 
 def calibrate(scenario: Scenario, sizes, replicates: int, lifts: tuple[float, ...], power_replicates: int, seed: int,
