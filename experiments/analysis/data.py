@@ -16,6 +16,8 @@ Types are made uniform here, whatever the format: identifiers are text, flags ar
 """
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ import pandas as pd
 from game.export import FORMULA_STARTS
 from game.export import READ_BY_ANALYSIS as COLUMNS     # what the analysis reads of each table (the contract)
 from game.export import TABLE_KEYS as KEYS              # without these a table is unusable
+from game.export import outcome_looks
 from game.export import tables as export_tables
 
 FORMATS = ("parquet", "jsonl", "csv")        # tried in this order when a directory holds several
@@ -267,9 +270,14 @@ def _from_url(url: str, source: str) -> Tables:
 
     store = Store.connect(url)
     try:
+        # reading a pre-registered study's outcomes from its server is a look, like an export: logged first
+        # (game/export.py outcome_looks), so that the analysis lists it with the others
+        for look in outcome_looks(store.events(), f"exag analyze ({source})", time.time()):
+            store.log(look)
         events = list(store.events())
     except redis.RedisError as error:
-        raise AnalysisError(f"cannot read the event log from {source}: {error}") from error
+        raise AnalysisError(f"cannot read the event log from {source}, or log the look at its outcomes there "
+                            f"(every look at a registered study's outcomes is logged): {error}") from error
     finally:
         store.close()
     return _from_events(events, source)

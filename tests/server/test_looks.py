@@ -42,3 +42,25 @@ def test_an_export_of_a_registered_study_is_a_logged_look_listed_by_the_analysis
     held = report["preregistration"]["studies"]["looked"]
     assert [look["where"] for look in held["looks"]] == ["admin export"]
     assert any("exported 1 time(s) before the planned 30 participants had finished" in d for d in held["deviations"])
+
+
+def test_analysing_a_registered_study_on_its_server_is_a_logged_look(app, tmp_path):
+    """Issue 54: `exag analyze --redis-url` (and --data on a server's data directory, which reads the same way)
+    read the outcomes without logging a look. Now it logs one first, and the report lists it."""
+    from experiments.analysis.data import load_tables
+
+    path = tmp_path / "looked-live.json"
+    path.write_text(json.dumps({**STUDY, "study_id": "looked-live"}))
+    assert exag("preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "30").returncode == 0
+    client = app.test_client()
+    assert client.post("/admin/studies?token=test-admin", data={"config": path.read_text()}).status_code == 302
+    store = app.extensions["exag"].store
+    where = store.redis.connection_pool.connection_kwargs
+    url = f"unix://{where['path']}" if where.get("path") else f"redis://{where['host']}:{where['port']}/{where.get('db', 0)}"
+    before = [e for e in store.events() if e["type"] == "outcomes_looked" and e["study"] == "looked-live"]
+    assert before == []
+    report = analyze(load_tables(url))
+    logged = [e for e in store.events() if e["type"] == "outcomes_looked" and e["study"] == "looked-live"]
+    assert len(logged) == 1 and logged[0]["where"] == f"exag analyze ({url})" and logged[0]["planned_n"] == 30
+    held = report["preregistration"]["studies"]["looked-live"]
+    assert [look["where"] for look in held["looks"]] == [f"exag analyze ({url})"]
