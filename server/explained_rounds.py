@@ -7,6 +7,7 @@ new products go to the cache (one round trip).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import redis
 
@@ -37,7 +38,7 @@ def cache_keys(predictor: Predictor, cache: ExplanationCache, request: RoundRequ
 def answer_rounds(predictor: Predictor, pairs: list[tuple[RoundJob, RoundRequest]], pool) -> list[dict | Exception]:
     """Each round's result (finish_round's dict), or the Exception its inference raised; a round whose grading
     fails gets an error result and fails alone. `predictor.cache` (None: nothing cached) is read and filled."""
-    cache: ExplanationCache | None = getattr(predictor, "cache", None)
+    cache: ExplanationCache | None = predictor.cache
     keys = [cache_keys(predictor, cache, request) if cache is not None else {} for _, request in pairs]
     flat = [key for round_keys in keys for key in round_keys.values()]
     try:
@@ -47,8 +48,7 @@ def answer_rounds(predictor: Predictor, pairs: list[tuple[RoundJob, RoundRequest
         found = iter([None] * len(flat))
     hits = [{pair: product for pair, product in ((pair, next(found)) for pair in round_keys) if product is not None}
             for round_keys in keys]
-    requests = [RoundRequest(r.images, r.question, r.secret, r.for_every_image, r.for_the_secret, r.seed,
-                             frozenset(known)) for (_, r), known in zip(pairs, hits)]
+    requests = [replace(r, cached=frozenset(known)) for (_, r), known in zip(pairs, hits)]
     results = predictor.predict(requests)
     finished, new = [], {}
     for (job, _), result, round_keys, known in zip(pairs, results, keys, hits):

@@ -64,6 +64,9 @@ def options_digest(options: dict | None) -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
+NO_OPTIONS = options_digest(None)
+
+
 @dataclass
 class CacheCounts:
     hits: int = 0
@@ -89,7 +92,7 @@ class ExplanationCache:
         self._put = client.register_script(_PUT)
 
     def key(self, explainer: str, image_key: str, question: str) -> str:
-        digest = self.options.get(explainer, options_digest(None))
+        digest = self.options.get(explainer, NO_OPTIONS)
         return f"{PREFIX}{self.agent}:{explainer}:{digest}:{image_key}:{normalised_question(question)}"
 
     def get_many(self, keys: list[str]) -> list[dict | None]:

@@ -180,9 +180,9 @@ class Predictor:
         # the other images' explanations read the answer, probability and attention only (a program's, when
         # one answers: its question then skips the network, vqa_agent/agent.py)
         # (a third-party explainer may read them on every image: then every image gets them)
-        wanted = [k == r.secret or any(n not in registry.BUILTIN_NAMES for n in r.for_every_image)
-                  for r, positions in zip(rounds, asked) for k in positions]
-        answered = iter(self.agent.answer(images, questions, alternatives=wanted)
+        alternatives = [k == r.secret or any(n not in registry.BUILTIN_NAMES for n in r.for_every_image)
+                        for r, positions in zip(rounds, asked) for k in positions]
+        answered = iter(self.agent.answer(images, questions, alternatives=alternatives)
                         if getattr(self.agent, "answers_briefly", False) else self.agent.answer(images, questions))
         per_round: list[list[AgentOutput | None]] = []
         for r, positions in zip(rounds, asked):

@@ -404,8 +404,6 @@ class VQAAgent:
             masks = [] if brief else image.masks.unpack(*image.size)
             if image.rles is None and not brief:        # an image stored before they were kept: once
                 image.rles = [compact_rle(m) for m in masks]
-            if image.cells is None:                     # likewise
-                image.cells = CellShares.of_masks(image.masks.unpack(*image.masks.shape[1:]))
             outputs.append(AgentOutput(
                 question=question_text, answer=top_k[0][0], probability=0.0 if refusal else top_k[0][1], top_k=top_k,
                 spatial_attention=image.cells.spread(attention),
@@ -488,7 +486,8 @@ class SeenImage:
     perceived: PerceivedScene | None = None   # symbolic agents: the scene graph read from the proposals
     rles: list[dict] | None = None   # the masks' run lengths at the image's size (int32 counts): every attention
                                      # explanation of the image sends them (~0.4 KB a mask)
-    cells: CellShares | None = None  # the masks spread over the evidence grid: each answer's spatial map (~1 KB)
+    cells: CellShares | None = None  # the masks laid over the evidence grid: each answer's spatial map (~1 KB;
+                                     # laid when the image is seen, or by load_seen for a store without them)
 
 
 def compact_rle(mask: np.ndarray) -> dict:

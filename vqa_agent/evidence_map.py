@@ -2,16 +2,17 @@
 came from, as the attention of the objects it read painted on a grid of cells over the image.
 
 Why not the network's own spatial attention (VQAModel.reason's grid softmax): measured on 200 game-pool
-images (issue 52, docs/results.md), it puts 0-6% of its mass on object pixels, less than a uniform map's
-8.9%, and peaks in the same empty band of background whatever the image. The networks learned to use it as
+images (issue 52, docs/results.md), it puts 4-38% of its mass on object pixels (0.0-0.8% for "what color is
+the big shiny thing?", less than a uniform map's 8.9%), and peaks in the same empty band of background
+whatever the image. The networks learned to use it as
 a per-question register, not to look: their answers are read from the objects. The object attention picks
 the proposals whose features and attribute beliefs the classifier reads, and a program's answer comes
 from the proposals its trace used (symbolic.py, `evidence`). So each cell holds the attention weight of
 the proposals whose masks cover it, in proportion to how much of the cell they cover, and the grid is
 scaled to sum to 1. An object is as hot as its weight (the share its outline is labelled with), whatever
 its size: spreading each weight evenly over its mask instead made a small object with little weight
-hotter than a large one with more, and the peak missed the asked object (one-object questions: 57%
-against 86% for the weak agent). Measured beside it in docs/explainers.md: the network's grid, and the
+hotter than a large one with more, and the peak missed the asked object more often (one-object questions,
+weak agent: 63% against 66%; a per-pixel density: 29%). Measured beside it in docs/explainers.md: the network's grid, and the
 per-pixel density.
 
 The grid has EVIDENCE_COLUMNS columns (4x4 pixels of the medium agent's 160x120 input, 8x8 of a 320x240
@@ -72,16 +73,8 @@ class CellShares:
         """The grid [rows, columns] float32 of the proposals' `weights` painted on the cells they cover, scaled
         to sum to 1. Weights that sum to nothing (no proposal, or none attended) give a uniform grid: evidence
         found nowhere in particular, which the board draws as no heat (every cell equal)."""
-        weights = np.asarray(weights, np.float64)
-        total = float(weights.sum()) if weights.size else 0.0
         size = self.shape[0] * self.shape[1]
-        if not total > 0:
-            return np.full(self.shape, 1 / size, np.float32)
-        grid = np.bincount(self.cell, weights=self.share * weights[self.owner], minlength=size)
-        if not grid.sum() > 0:      # only masks without pixels were attended
+        grid = np.bincount(self.cell, weights=self.share * np.asarray(weights, np.float64)[self.owner], minlength=size)
+        if not grid.sum() > 0:      # no proposal, none attended, or only masks without pixels
             return np.full(self.shape, 1 / size, np.float32)
         return (grid / grid.sum()).reshape(self.shape).astype(np.float32)
-
-    @property
-    def nbytes(self) -> int:
-        return self.owner.nbytes + self.cell.nbytes + self.share.nbytes

@@ -37,14 +37,9 @@ SENSITIVITY = ("the pre-registered primary comparison on every participant, no e
                "from the primary result, the exclusions decide the result")
 
 
-def registrations(tables: Tables, documents: list[bytes] | None = None) -> dict[str, dict]:
-    """{study: its registered plan} for the studies in `tables` that were pre-registered (a plan with its
-    sha256 in the `studies` table that verifies: `verified`); any other row counts as not pre-registered."""
-    return registered_plans(tables.studies, documents)
-
-
 def registered_plans(studies, documents: list[bytes] | None = None) -> dict[str, dict]:
-    """registrations() of an export's `studies` table (a DataFrame) itself: the plans that verify (`verified`)."""
+    """{study: its registered plan} for the studies of an export's `studies` table (a DataFrame) that were
+    pre-registered and whose plan verifies (`verified`); any other row counts as not pre-registered."""
     return verified(studies, documents)[0]
 
 
@@ -113,10 +108,10 @@ def exclusion_rules(plans: dict[str, dict], exclude_flags, no_exclusions: bool) 
 
 def held_to(tables: Tables, plans: dict[str, dict], analysis: str, exclusions: dict, per_study: dict,
             guarded: Callable[[str, Callable[[], dict], list], dict], notes: list[str],
-            documents: list[bytes] | None = None) -> dict:
+            refused: dict[str, str] | None = None) -> dict:
     """The report's "preregistration" (and, where exclusions were applied, "sensitivity") keys; `refused`: the
     studies whose exported plan does not verify (`verified`), and why."""
-    refused = verified(tables.studies, documents)[1]
+    refused = refused or {}
     notes += [f"study {study}: carries a pre-registration that does not verify ({why}); analysed as not "
               "pre-registered" for study, why in refused.items()]
     if not plans:

@@ -259,7 +259,7 @@ from .multiplicity import ALPHA, FAMILY_WISE, correct_family
 from .flow import flow
 from .frames import AT_WILL, CONTROLLED, Frames, build_frames
 from .paper import PAPER
-from .preregistered import exclusion_rules, held_to, registrations, tag_primary
+from .preregistered import exclusion_rules, held_to, tag_primary, verified
 from .ratings import by_helpfulness, difficulty_by_rating, rating_histograms
 from .stats import MIN_CLUSTERS
 
@@ -310,7 +310,7 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
     `registrations_published`: the registration documents (FILE.json bytes) a registered plan must be one of."""
     if no_exclusions and exclude_flags:
         raise AnalysisError("exclude flags or no participants (--no-exclusions), not both")
-    plans = registrations(tables, registrations_published)
+    plans, refused = verified(tables.studies, registrations_published)
     rules, analysis = exclusion_rules(plans, exclude_flags, no_exclusions)
     frames, exclusions = build_frames(tables, rules)
     notes = list(tables.notes) + frames.notes
@@ -344,8 +344,7 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
     attrition = {s: {"attrition_test": f["attrition_test"]} for s, f in (report["flow"].get("studies") or {}).items()
                  if isinstance(f, dict) and isinstance(f.get("attrition_test"), dict)}
     report["tests"] = report.get("tests", []) + listed_tests({"flow": {"studies": attrition}})
-    report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"],
-                          registrations_published))
+    report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"], refused))
     for study in study_ids:
         tag_primary(per_study[study]["tests"], plans.get(study), analysis)
     tag_primary(report["tests"], plans[study_ids[0]] if len(study_ids) == 1 and study_ids[0] in plans else None,

@@ -23,22 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from experiments.benchmark.items import load_items
-from experiments.benchmark.localisation import drawn_on_objects
+from experiments.benchmark.localisation import asked_object, drawn_on_objects
 from explainers.attention import attention_payload, attribution_map
 from vqa_agent.evidence_map import cell_of_pixel, grid_shape
-from vqa_agent.world.explanations import evidence_objects
-from vqa_agent.world.programs import program_from_json
 
 MIX = {"colour": "what color is the big shiny thing?", "shape": "what shape is the small rubber object?",
        "count": "how many cubes are there?", "material": "what material is the red thing?",
        "relation": "what color is the object left of the cylinder?"}
 MAPS = ("drawn", "network grid (before)", "density (rejected)", "even per cell (rejected)", "shuffled sham")
-
-
-def asks_one_object(item) -> bool:
-    """Whether the item's program needs exactly one object, and that object is visible."""
-    asked = evidence_objects(program_from_json(item.program), item.scene)
-    return len(asked) == 1 and bool((item.masks == asked[0]).any())
 
 
 def pool_items(world: Path, images: int, seed: int = 0) -> tuple[list, list]:
@@ -54,7 +46,7 @@ def pool_items(world: Path, images: int, seed: int = 0) -> tuple[list, list]:
     if len(names) < images:
         raise ValueError(f"{world} has {len(names)} pool images, fewer than --images {images}")
     any_question = [rng.choice(by_image[name]) for name in names[:images]]
-    one_object = [[it for it in by_image[name] if asks_one_object(it)] for name in names[:images]]
+    one_object = [[it for it in by_image[name] if asked_object(it) is not None] for name in names[:images]]
     return any_question, [rng.choice(found) for found in one_object if found]
 
 

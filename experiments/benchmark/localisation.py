@@ -154,12 +154,18 @@ def localisation(explanations: Sequence, items: Sequence, progress: bool = True,
             "source": source, "library": f"quantus {quantus.__version__}", "definitions": DEFINITIONS}
 
 
+def asked_object(item) -> int | None:
+    """The one object a question is about (its program needs exactly one, and it is visible), else None."""
+    asked = evidence_objects(program_from_json(item.program), item.scene) if item.program else []
+    return asked[0] if len(asked) == 1 and (item.masks == asked[0]).any() else None
+
+
 def drawn_on_objects(explanations: Sequence, items: Sequence, source: str = "grid") -> dict:
     """Where the map the board draws puts its mass (issue 52): against every object's pixels, not the
     question's evidence. Per item, the map's share on object pixels (beside a uniform map's: the share of
     the image the objects cover), whether its highest pixel lies on an object, and, for a question about
-    one object (its program needs exactly one, visible), whether that pixel lies on that object. An
-    `effect`-free description of a map: it says what players see, not whether it is faithful."""
+    one object (`asked_object`), whether that pixel lies on that object. It describes what players see;
+    whether the map follows the agent is the sanity check's and the attention-moved test's question."""
     if len(explanations) != len(items):
         raise ValueError(f"got {len(explanations)} explanations for {len(items)} items")
     on, uniform, peaks, on_asked, empty = [], [], [], [], 0
@@ -174,9 +180,9 @@ def drawn_on_objects(explanations: Sequence, items: Sequence, source: str = "gri
         on.append(float(drawn[objects].sum() / drawn.sum()))
         uniform.append(float(objects.mean()))
         peaks.append(bool(objects[peak]))
-        asked = evidence_objects(program_from_json(item.program), item.scene) if item.program else []
-        if len(asked) == 1 and (item.masks == asked[0]).any():
-            on_asked.append(item.masks[peak] == asked[0])
+        asked = asked_object(item)
+        if asked is not None:
+            on_asked.append(item.masks[peak] == asked)
     percent = (lambda v: 100 * float(np.mean(v)) if v else None)
     mass, chance = percent(on), percent(uniform)
     return {"n": len(on), "without_mass": empty, "source": source,

@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import atexit
 import math
+import shutil
 import pstats
 import sys
 import tempfile
@@ -80,7 +82,12 @@ def measure(args: argparse.Namespace) -> dict:
     agent.feature_cache = len(pool) + 64
     config = WorkerConfig("redis://unused", world, REPO / "data" / "server", args.agent, progress=False)
     predictor = Predictor(agent, explainer_options(config, args.agent))
-    store = EmbeddedRedis(tempfile.mkdtemp(prefix="round-cpu-redis-")).start() if args.cache else None
+    store = None
+    if args.cache:        # a private Redis, stopped and removed however the run ends
+        folder = tempfile.mkdtemp(prefix="round-cpu-redis-")
+        store = EmbeddedRedis(folder).start()
+        atexit.register(shutil.rmtree, folder, True)
+        atexit.register(store.stop)
     client = redis.Redis.from_url(store.url, decode_responses=True) if store else None
     predictor.cache = shared_cache(client, predictor) if client else None
     loaded_mb = process.memory_info().rss / 2**20
@@ -161,8 +168,6 @@ def measure(args: argparse.Namespace) -> dict:
             print(f"  !! {len(warm) - same} of {len(warm)} warm rounds differ from their cold computation", flush=True)
         warm = f"   warm: alone {warm_alone:6.2f} ms, batch of 8 {warm_batched:6.2f} ms" if client else ""
         print(f"  {kind:42s} cold: alone {alone:6.2f} ms, batch of 8 {batched:6.2f} ms a round{warm}", flush=True)
-    if store is not None:
-        store.stop()
     return {"benchmark": "round_cpu", "command": " ".join(sys.argv), "agent": args.agent, "world": str(world),
             "pool_images": len(pool), "rounds_per_kind": args.rounds, "torch_threads": 1, "kinds": results,
             "rss_mb": {"after_imports": baseline_mb, "agent_and_explainers_loaded": loaded_mb,

@@ -120,3 +120,15 @@ class Rater:
 
 def events_of(app, game_id: str) -> list[dict]:
     return [e for e in app.extensions["exag"].store.events() if e["game"] == game_id]
+
+
+def guessed_to_the_end(player: Player, text_answer: str = "") -> None:
+    """Plays a started participation to its end: a guess a game, then the questionnaire (`text_answer` for
+    its text items)."""
+    while player.state["stage"] == "game":
+        gid = player.game["game_id"]
+        player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
+        player.ok("next_game", {"game_id": gid})
+    player.ok("questionnaire", {"answers": {item["key"]: item["options"][0] if item["type"] == "scale" else text_answer
+                                            for item in player.state["questionnaire"]}})
+    assert player.state["stage"] == "done"

@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 from server_setup import server_config
-from socket_player import joined, started
+from socket_player import guessed_to_the_end, joined, started
 
 from experiments.analysis.live import live_report
 from experiments.preregister import preregister
@@ -156,14 +156,7 @@ def registered(app, tmp_path_factory):
 
 def finish(connect, study: str, pid: str) -> None:
     """Plays a participation to its end: a guess a game, then the questionnaire."""
-    player = started(connect, study, pid)
-    while player.state["stage"] == "game":
-        gid = player.game["game_id"]
-        player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
-        player.ok("next_game", {"game_id": gid})
-    player.ok("questionnaire", {"answers": {item["key"]: item["options"][0] if item["type"] == "scale" else "fine"
-                                            for item in player.state["questionnaire"]}})
-    assert player.state["stage"] == "done"
+    guessed_to_the_end(started(connect, study, pid), text_answer="fine")
 
 
 def exported(app, fmt: str = "jsonl") -> zipfile.ZipFile:

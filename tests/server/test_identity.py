@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from socket_player import Player, Rater, started
+from socket_player import Player, Rater, guessed_to_the_end, started
 
 from game.export import tables
 from game.settings import RATINGS
@@ -261,13 +261,7 @@ def played_to_the_end(player: Player) -> None:
     """A participation of `quick` (4 games, guesses without questions) from consent to its completion code."""
     player.ok("consent", {"agree": True})
     player.ok("begin", {})
-    while player.state["stage"] == "game":
-        gid = player.game["game_id"]
-        player.ok("guess", {"game_id": gid, "image": player.game["images"][0]})
-        player.ok("next_game", {"game_id": gid})
-    player.ok("questionnaire", {"answers": {item["key"]: item["options"][0] if item["type"] == "scale" else ""
-                                            for item in player.state["questionnaire"]}})
-    assert player.state["stage"] == "done"
+    guessed_to_the_end(player)
 
 
 def participants_exported(app, study: str):
