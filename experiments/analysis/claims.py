@@ -26,12 +26,13 @@ import re
 EFFECT, ASSOCIATION = "effect", "association"
 # the null scenarios of experiments/benchmark/null_calibration.py (SCENARIOS there), by the study design they
 # simulate; a test is calibrated under those of its design
-CONTROLLED_SCENARIOS = ("abab", "abab_practice_0.15", "abab_practice_0.30", "abab_dropout", "counterbalanced",
-                        "counterbalanced_practice_0.30", "counterbalanced_practice_dropout",
-                        "counterbalanced_practice_dropout_uneven", "uneven_1to3")
+CROSSOVER_SCENARIOS = ("counterbalanced", "counterbalanced_practice_0.30", "counterbalanced_practice_dropout",
+                       "counterbalanced_practice_dropout_uneven", "carryover", "outcome_dropout_refills")
+CONTROLLED_SCENARIOS = ("abab", "abab_practice_0.15", "abab_practice_0.30", "abab_dropout", "uneven_1to3",
+                        *CROSSOVER_SCENARIOS)
 AT_WILL_SCENARIOS = ("at_will", "at_will_unequal", "at_will_skill_buys", "at_will_difficulty_buys",
-                     "at_will_offer_skill_buys")
-OFFER_SCENARIOS = ("at_will_offer_skill_buys",)
+                     "at_will_offer_skill_buys", "at_will_offer_direct")
+OFFER_SCENARIOS = ("at_will_offer_skill_buys", "at_will_offer_direct")
 GAME_UNIT = "game (games as independent)"
 CLUSTERED_UNIT = "game, participant-clustered (wild cluster bootstrap over participants)"
 PARTICIPANT_UNIT = "participant"
@@ -39,9 +40,13 @@ PARTICIPANT_UNIT = "participant"
 # (pattern on the path, name, claim, unit, estimate key in the p-value's dict, calibrated under)
 RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
     (r"controlled\.table1\.([^.]+)\.effect\.p_value", r"table1.\1", EFFECT,
-     "game, participant-clustered (won ~ explanations + block + participant, OLS: the completers' games weighted "
-     "equally, so participants by games played; wild cluster bootstrap over participants)", "win_rate",
-     CONTROLLED_SCENARIOS),
+     "participant x block (win rate per block, random intercept, block and carryover terms; each slot's first "
+     "holder; wild cluster bootstrap over units of randomization)", "win_rate", CROSSOVER_SCENARIOS),
+    (r"controlled\.total_effect\.p_value", "total_effect", EFFECT,
+     "participant (mean over blocks of the block's win rate less everyone's there; each slot's first holder; arms "
+     "re-drawn, studentized)", "win_rate", CONTROLLED_SCENARIOS),
+    (r"controlled\.order\.carryover_check\.p_value", "order.carryover_check", ASSOCIATION,
+     "unit of randomization (jackknife of crossover minus first-period estimate)", "difference", CROSSOVER_SCENARIOS),
     (r"controlled\.table1\.([^.]+)\.p_value", r"table1.\1.z_test", ASSOCIATION, GAME_UNIT, None,
      CONTROLLED_SCENARIOS),
     (r"controlled\.table1\.(overall_inc_none)\.p_value_clustered", r"table1.\1.relabel", ASSOCIATION,
@@ -65,7 +70,8 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
      "participant (own with-block minus other-block difference; arms re-drawn, studentized)", "difference",
      CONTROLLED_SCENARIOS),
     (r"controlled\.order\.first_period\.p_value", "order.first_period", EFFECT,
-     "participant (block-1 win rate; orders re-drawn, studentized)", "win_rate", CONTROLLED_SCENARIOS),
+     "participant (block-1 win rate of each slot's first holder; orders re-drawn, studentized)", "win_rate",
+     CROSSOVER_SCENARIOS),
     (r"controlled\.order\.(with_vs_without|order_effect|interaction)\.p_value", r"order.\1", ASSOCIATION,
      CLUSTERED_UNIT, "odds_ratio", CONTROLLED_SCENARIOS),
     (r"at_will\.explanations_used\.p_value_clustered", "at_will.explanations_used", ASSOCIATION, CLUSTERED_UNIT,
@@ -113,18 +119,30 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
 # design guarantees (issue 54): report.json's tests carry them, and the HTML prints them beside the unit.
 COMPLETERS = ("dropout unrelated to the outcome: only the games played are in it, so players who left after a bad "
               "block weigh less (the flow table's attrition test and bounds show how many left, by arm)")
+MISSING_AT_RANDOM = ("dropout at random given the blocks already played (leaving after a lost block is allowed; leaving "
+                     "for a reason that also changes the effect, such as low skill when the effect differs with skill, "
+                     "is not, and biases it: docs/results.md, 'Whose effect'); the completers-only fit is beside it")
 ESTIMANDS: list[tuple[str, str, tuple[str, ...]]] = [
-    (r"table1\..+", "the difference in win rate between a participant's games with and without explanations (this "
-     "row's modes), within participant and block, averaged over the completers' games: each participant weighs "
-     "by the games they played both ways",
-     ("no carryover: explanations in one block do not change play in later blocks (learning about the agent "
-      "would; order.first_period, which uses block 1 alone, is beside it)", COMPLETERS,
-      "practice common to both orders (the block fixed effects take it out)")),
+    (r"table1\..+", "the participants' average direct effect of showing explanations (this row's modes) on the win "
+     "rate: each randomized participant (a slot's first holder) weighs the same, and each of their blocks the same "
+     "(intention to treat; re-dealt slots' later holders are the all_holders sensitivity row)",
+     ("carryover only as a lasting step after the first block with explanations (the model's carryover term, e.g. "
+      "learning about the agent); a carryover of another shape is in the estimate: order.carryover_check compares it "
+      "with order.first_period, which no carryover reaches", MISSING_AT_RANDOM,
+      "practice common to both orders (one intercept per block)")),
+    (r"total_effect", "the participants' average total effect of being dealt an arm with explanations: the win rate "
+     "over all the study's blocks, explanation arms minus the arms without, each randomized participant (a slot's "
+     "first holder) and each of their blocks weighing the same; learning carried into blocks without explanations "
+     "is part of it",
+     ("the arms were randomized (the design)", MISSING_AT_RANDOM)),
     (r"net_of_practice", "the difference between the explanation arms and the control arm in each participant's "
-     "own with-block minus other-block win rate, each participant weighing the same",
-     ("the arms were randomized (the design)", COMPLETERS)),
+     "own with-block minus other-block win rate, each randomized participant (a slot's first holder) weighing the "
+     "same",
+     ("the arms were randomized (the design)", "no carryover: learning carried from a block with explanations into "
+      "later blocks enters the other-block rate (read total_effect)", COMPLETERS)),
     (r"order\.first_period", "the difference in block-1 win rate between participants who started with explanations "
-     "and those who started without, each weighing the same (no later block: carryover cannot enter)",
+     "and those who started without, each randomized participant (a slot's first holder) weighing the same (no "
+     "later block: carryover cannot enter)",
      ("the order was randomized (the design)", "dropout within block 1 unrelated to the outcome")),
     (r"at_will\.offer", "the effect of being offered explanations on a game's win rate (intention to treat), within "
      "participant, each offered game against that participant's games without the offer",

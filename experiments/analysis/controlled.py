@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from .frames import CONTROLLED, Frames, arms_of, sham, starts_with, with_block
 from .stats import (SIGN_FLIP, clustered_difference, compare_rates, gee_logit, join_notes, mean_ci, mean_test, rate,
                     rate_of, relabel_test, studentized_relabel_test)
+from .random_intercept import block_cells, random_intercept_estimate, random_intercept_test
 from .wild_bootstrap import wild_cluster_test
 
 OVERALL, OVERALL_INC_NONE = "overall", "overall_inc_none"
@@ -85,21 +87,41 @@ CONFOUNDED = ("every participant of the explanation arms played the same order (
               "\"counterbalanced\" separates them")
 
 
-CROSSOVER = ("the effect of showing explanations as the counterbalanced design randomized it: OLS of the win on "
-             "showing explanations with a fixed effect per participant (their skill) and per block (practice), over "
-             "this row's participants and those of the arms without explanations, who anchor the block effects; "
-             "each participant is their own control, and half of each arm play explanations first, so practice and "
-             "dropout after a block fall on both sides")
+CROSSOVER = ("the participants' average effect of showing explanations as the counterbalanced design randomized it: "
+             "a random-intercept model of each participant's win rate per block (each block of each participant "
+             "weighs the same) on showing explanations, one intercept per block (practice) and a carryover term (the "
+             "blocks after the participant's first block with explanations: what a block leaves behind, such as "
+             "learning about the agent), over this row's participants and those of the arms without explanations, "
+             "who anchor the block effects; each unit of randomization counted by its first holder (intention to "
+             "treat: a re-dealt slot's later holders are the all_holders sensitivity row), participants who left "
+             "kept with the blocks they played (valid when leaving depends on blocks already played); the "
+             "completers-only fit is beside it (random_intercept.py)")
 NOT_CROSSOVER = ("not offered: every participant of this row played the same order ({order}), so a with- minus "
                  "no-explanation difference is also a later- minus earlier-block difference (practice); only a "
                  "counterbalanced study (order \"counterbalanced\") separates the two (net_of_practice compares the "
                  "arms instead). The paired test of improvement_within_participants is printed as an association")
+COMPLETERS_FIT = ("sensitivity, no test: the earlier fit, OLS of the win on showing explanations with a fixed effect "
+                  "per participant and per block over the games of the participants who finished every block (each "
+                  "weighs by the games played; no carryover term)")
+ALL_HOLDERS = ("sensitivity, no test: the same model over every holder of each slot, a re-dealt slot's later holders "
+               "too (they were not randomized as the first holder was: a slot is re-dealt after its holder left)")
+CARRYOVER_TERM = "after_explanations"
+
+
+def first_holders(games: pd.DataFrame) -> pd.DataFrame:
+    """The games of each unit of randomization's first holder (frames.py `first_holder`): intention to treat."""
+    return games[games["first_holder"] == 1] if "first_holder" in games.columns else games
+
+
+def after_explanations(games: pd.DataFrame) -> pd.Series:
+    """1.0 for a game in a block after its participant's first block that showed explanations (carryover)."""
+    first = games.loc[games["shows"] == 1].groupby("cluster")["block"].min()
+    return (games["block"] > games["cluster"].map(first)).astype(float)
 
 
 def crossover(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
-    """The row's registrable effect test (CROSSOVER): won ~ shows + block + participant, OLS, the shows
-    coefficient's p-value and interval from the wild cluster bootstrap over participants (wild_bootstrap.py),
-    on these games and `anchor`'s (the arms without explanations). Not offered, with why, under one order."""
+    """The row's registrable effect test (CROSSOVER) on these games and `anchor`'s (the arms without explanations),
+    with the completers-only and all-holders fits beside it. Not offered, with why, under one order."""
     known, anchor = games[games["block"].notna()], anchor[anchor["block"].notna()]
     out = {"win_rate": None, "win_rate_ci": None, "score": None, "score_ci": None, "p_value": None,
            "claim": "effect", "definition": CROSSOVER, "test": "none", "n_participants": 0,
@@ -112,17 +134,41 @@ def crossover(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
     if later.all() or not later.any():
         return {**out, "note": NOT_CROSSOVER.format(order="abab" if later.all() else "baba")}
     data = pd.concat([known, anchor])
-    design = pd.concat([data["shows"].astype(float), pd.get_dummies(data["block"], prefix="block", drop_first=True),
-                        pd.get_dummies(data["cluster"], prefix="participant")], axis=1).astype(float).to_numpy()
-    units = _unit_of(data).to_numpy()           # a re-dealt slot's two holders are one draw: one cluster
-    win = wild_cluster_test(data["won"].to_numpy(float), design, units, 0)
+    data = data.assign(**{CARRYOVER_TERM: after_explanations(data)})
+    columns = ["shows", CARRYOVER_TERM]
+    cells = block_cells(first_holders(data), columns)
+    win = random_intercept_test(cells, columns, "shows")
     if isinstance(win, str):
         return {**out, "note": win}
-    score = wild_cluster_test(data["score"].to_numpy(float), design, units, 0)
+    score = random_intercept_test(cells, columns, "shows", outcome="score")
     scored = {} if isinstance(score, str) else {"score": score.estimate,
                                                 "score_ci": list(score.ci) if score.ci else None}
     return {**out, **scored, "win_rate": win.estimate, "win_rate_ci": list(win.ci) if win.ci else None,
-            "p_value": win.p_value, "test": win.method, "n_participants_model": win.n_clusters}
+            "p_value": win.p_value, "test": win.method, "n_participants_model": win.n_clusters,
+            "completers": _completers_fit(data), "all_holders": _all_holders_fit(data, columns)}
+
+
+def _completers_fit(data: pd.DataFrame) -> dict:
+    """COMPLETERS_FIT: the estimate and its interval only."""
+    last = data.groupby("cluster")["block"].transform("max")
+    done = data[last == data["block"].max()]
+    design = pd.concat([done["shows"].astype(float), pd.get_dummies(done["block"], prefix="block", drop_first=True),
+                        pd.get_dummies(done["cluster"], prefix="participant")], axis=1).astype(float).to_numpy()
+    fitted = wild_cluster_test(done["won"].to_numpy(float), design, _unit_of(done).to_numpy(), 0)
+    return _sensitivity(fitted, COMPLETERS_FIT, int(done["cluster"].nunique()))
+
+
+def _all_holders_fit(data: pd.DataFrame, columns: list[str]) -> dict:
+    fitted = random_intercept_test(block_cells(data, columns), columns, "shows")
+    return _sensitivity(fitted, ALL_HOLDERS, int(data["cluster"].nunique()))
+
+
+def _sensitivity(fitted, definition: str, participants: int) -> dict:
+    if isinstance(fitted, str):
+        return {"win_rate": None, "win_rate_ci": None, "definition": definition, "n_participants": participants,
+                "note": fitted}
+    return {"win_rate": fitted.estimate, "win_rate_ci": list(fitted.ci) if fitted.ci else None,
+            "definition": definition, "n_participants": participants}
 
 
 def _unit_of(games: pd.DataFrame) -> pd.Series:
@@ -281,7 +327,7 @@ def net_of_practice(games: pd.DataFrame) -> dict:
     participant-clustered GEE, where a with-block is one that shows explanations in the participant's order (in
     the arms without explanations: would show them); the interaction's odds ratio is the effect of showing
     explanations (real ones: sham arms are left out)."""
-    known = games[games["block"].notna() & (games["sham"] != 1)]
+    known = first_holders(games[games["block"].notna() & (games["sham"] != 1)])
     if known.empty or known["expl_arm"].nunique() < 2:
         return {"missing": "needs arms with and without (real) explanations, with known blocks"}
     even = with_block(known)
@@ -301,6 +347,68 @@ def net_of_practice(games: pd.DataFrame) -> dict:
             "test": "participants' own with-block minus other-block win rate, explanation arms vs the others: "
                     + tested["test"], "claim": "effect",
             **({"note": note} if note else {})}
+
+
+TOTAL_EFFECT = ("the total effect of being dealt an arm with explanations: the win rate over all the study's blocks "
+                "(explanations shown in half of them, and whatever they leave behind in the others, such as learning "
+                "about the agent), explanation arms vs the arms without, each participant's blocks weighing the same "
+                "(practice out: each block's win rate less everyone's at that block and order), each slot counted by "
+                "its first holder, the arms re-drawn (studentized randomization test). For designs where learning is expected: it does not need the no-"
+                "carryover assumption of the crossover rows, at the price of power (a between-participant contrast)")
+
+
+def total_effect(games: pd.DataFrame) -> dict:
+    """TOTAL_EFFECT over the real explanation arms and the arms without explanations: each first holder's mean over
+    their blocks of the block's win rate minus the mean of everyone's at that block and order (practice out), arms
+    compared by the studentized randomization test over units (stats.studentized_relabel_test: exact under no
+    effect at all, and it keeps its level with 1 control arm to 3)."""
+    known = first_holders(games[games["block"].notna() & (games["sham"] != 1)])
+    out = {"win_rate": None, "win_rate_ci": None, "p_value": None, "claim": "effect", "definition": TOTAL_EFFECT,
+           "test": "none", "n_participants": int(known["cluster"].nunique())}
+    if known.empty or known["expl_arm"].nunique() < 2:
+        return {**out, "note": "needs arms with and without (real) explanations, with known blocks"}
+    cells = block_cells(known, ["expl_arm", "order"])
+    cells["won"] -= cells.groupby(["block", "order"])["won"].transform("mean")
+    per = cells.groupby("cluster").agg(won=("won", "mean"), arm=("expl_arm", "first"))
+    tested = studentized_relabel_test(*per_unit(per["won"], per["arm"], known))
+    return {**out, "win_rate": tested["difference"], "win_rate_ci": tested["difference_ci"],
+            "p_value": tested["p_value"], "test": tested["test"], **({"note": tested["note"]} if "note" in tested else {})}
+
+
+CARRYOVER_CHECK = ("the crossover estimate (Table 1's overall effect) minus the first-period estimate (block 1 alone): "
+                   "what a block leaves behind moves the first and not the second, so a difference far from zero "
+                   "says the no-carryover assumption fails (read total_effect and order.first_period then). "
+                   "Jackknife over units of randomization, t test with G - 1 degrees of freedom; a check of an "
+                   "assumption, not an effect of explanations")
+
+
+def carryover_check(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
+    """CARRYOVER_CHECK for the real explanation arms' games (`anchor`: the arms without explanations)."""
+    data = first_holders(pd.concat([games, anchor])[lambda g: g["block"].notna()])
+    data = data.assign(**{CARRYOVER_TERM: after_explanations(data)})
+    columns = ["shows", CARRYOVER_TERM]
+    cells = block_cells(data, columns + ["expl_arm", "starts_with"])
+
+    def difference(kept: pd.DataFrame) -> float:
+        first = kept[(kept["block"] == 1) & (kept["expl_arm"] == 1)]
+        rates = first.groupby("starts_with")["won"].mean()
+        if len(rates) < 2:
+            return float("nan")
+        return random_intercept_estimate(kept, columns, "shows") - float(rates[1.0] - rates[0.0])
+
+    units = cells["unit"].unique()
+    out = {"difference": None, "p_value": None, "definition": CARRYOVER_CHECK, "test": "jackknife t",
+           "n_units": int(len(units))}
+    estimate = difference(cells)
+    leave_out = np.array([difference(cells[cells["unit"] != u]) for u in units])
+    if not np.isfinite(estimate) or len(units) < 4 or not np.isfinite(leave_out).all():
+        return {**out, "note": "too few participants in each order of the explanation arms for the check"}
+    G = len(units)
+    se = float(np.sqrt((G - 1) / G * np.sum((leave_out - leave_out.mean()) ** 2)))
+    if not se > 0:
+        return {**out, "difference": estimate, "note": "the jackknife standard error is zero: no test"}
+    return {**out, "difference": estimate, "se": se,
+            "p_value": float(2 * scipy.stats.t.sf(abs(estimate / se), G - 1))}
 
 
 def controlled(frames: Frames) -> dict:
@@ -339,7 +447,10 @@ def controlled(frames: Frames) -> dict:
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
             "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,
             "by_block": by_block(games), "control_group": control_group(games, control_arms),
-            "net_of_practice": net_of_practice(games), "order": by_order(games[games["arm"].isin(real_arms)]),
+            "net_of_practice": net_of_practice(games), "total_effect": total_effect(games),
+            "order": {**by_order(games[games["arm"].isin(real_arms)]),
+                      **({"carryover_check": carryover_check(games[games["arm"].isin(real_arms)], anchor)}
+                         if real_arms and not _one_order(games[games["arm"].isin(real_arms)]) else {})},
             **({"notes": notes} if notes else {})}
 
 
@@ -351,7 +462,7 @@ FIRST_PERIOD = ("the carryover check: block 1 only, participants who start with 
 
 def first_period(games: pd.DataFrame) -> dict:
     """FIRST_PERIOD: each participant's block-1 win rate, baba vs abab, by the studentized randomization test."""
-    first = games[games["block"] == 1]
+    first = first_holders(games[games["block"] == 1])
     rates = first.assign(starts=starts_with(first).astype(float)).groupby("cluster").agg(
         won=("won", "mean"), starts=("starts", "first"))
     tested = studentized_relabel_test(*per_unit(rates["won"], rates["starts"], first))
@@ -359,6 +470,10 @@ def first_period(games: pd.DataFrame) -> dict:
             "p_value": tested["p_value"], "test": tested["test"], "claim": "effect",
             "n_participants": {"baba": tested["n_group"], "abab": tested["n_rest"]},
             **({"note": tested["note"]} if "note" in tested else {})}
+
+
+def _one_order(games: pd.DataFrame) -> bool:
+    return starts_with(games[games["block"].notna()]).nunique() < 2
 
 
 def by_order(games: pd.DataFrame) -> dict:

@@ -19,7 +19,8 @@ Definitions made once, here:
   where the seeded draw withheld them, NaN elsewhere;
 - `play`: the game's place in its participant's games, 1-based (`game_number`, then start time);
 - `unit`: the unit of randomization, the participant's assignment slot (a slot re-dealt after a dropout is shared
-  by its two holders), else the participant;
+  by its two holders), else the participant; `first_holder`: 1.0 unless the participant took the slot over
+  (`assignments.refilled_slot`): the intention-to-treat analyses count each slot by its first holder;
 - `expl_arm`: the arm shows explanations (its modes, game/study.py; "none" does not);
 - `sham`: the arm shows a sham explanation (game/study.py SHAM_MODES: a real explainer's output for another
   image of the round), a sanity check: it has its own rows, never in the "overall" ones;
@@ -139,6 +140,7 @@ def build_frames(tables: Tables, exclude_flags: set[str] | frozenset[str] | dict
     games["starts_with"] = starts_with(games).astype(float)
     games["play"] = _play_index(games)
     games["unit"] = _units(games, tables.assignments)
+    games["first_holder"] = _first_holders(games, tables.assignments)
     # at-will studies with a randomized offer (game/study.py `offer`): whether explanations could be bought
     games["offered"] = games["offered"].astype(float) if "offered" in games.columns else np.nan
 
@@ -212,6 +214,18 @@ def _units(games: pd.DataFrame, assignments: pd.DataFrame) -> pd.Series:
                      index=known["study"].astype(str) + ":" + known["participant"].astype(str))
     mapped = games["cluster"].map(slot).astype(object)
     return mapped.where(mapped.notna(), games["cluster"])
+
+
+def _first_holders(games: pd.DataFrame, assignments: pd.DataFrame) -> pd.Series:
+    """1.0 for the games of a participant who was the first to hold their slot (dealt it new, not as a refill of
+    a slot whose holder left: the export's `assignments.refilled_slot`), 0.0 for a refill: intention to treat
+    counts each slot by its first holder."""
+    if assignments.empty or "refilled_slot" not in assignments.columns:
+        return pd.Series(1.0, index=games.index)
+    known = assignments.drop_duplicates(["study", "participant"], keep="first")
+    refill = pd.Series(known["refilled_slot"].notna().to_numpy(),
+                       index=known["study"].astype(str) + ":" + known["participant"].astype(str))
+    return (~games["cluster"].map(refill).fillna(False).astype(bool)).astype(float)
 
 
 def _kinds(games: pd.DataFrame, notes: list[str]) -> dict[str, str | None]:

@@ -56,14 +56,17 @@ class Scenario:
     name: str
     description: str
     crowd: Crowd
+    not_null: tuple[str, ...] = ()     # tests whose estimand the scenario makes non-zero: their share is power
+
+
 
     @property
     def kind(self) -> str:
         return self.crowd.kind
 
 
-def _scenario(name: str, description: str, **crowd) -> Scenario:
-    return Scenario(name, description, Crowd(**crowd))
+def _scenario(name: str, description: str, not_null: tuple[str, ...] = (), **crowd) -> Scenario:
+    return Scenario(name, description, Crowd(**crowd), not_null)
 
 
 SCENARIOS = {s.name: s for s in (
@@ -80,6 +83,12 @@ SCENARIOS = {s.name: s for s in (
     _scenario("counterbalanced_practice_dropout_uneven", "counterbalanced, practice +0.30, skill-linked dropout, "
               "uneven effects (zero on average)", order="counterbalanced", practice=0.30, dropout=DROPOUT,
               uneven=True),
+    _scenario("carryover", "counterbalanced, practice +0.30, no direct effect, +0.5 logit on every game after the "
+              "participant's first block with explanations (learning about the agent: the total effect is not null)",
+              order="counterbalanced", practice=0.30, carryover=0.5, not_null=("total_effect",)),
+    _scenario("outcome_dropout_refills", "counterbalanced, practice +0.30, players leave after a block with "
+              "explanations with 0.8 x the share of its games they lost, and the slot is dealt again",
+              order="counterbalanced", practice=0.30, outcome_dropout=0.8, refills=True),
     _scenario("uneven_1to3", "abab, 1:3 arms, explanations pull players toward the mean (zero on average)",
               uneven=True),
     _scenario("at_will", "at will, buying unrelated to skill", kind=AT_WILL, sessions=1, games_per_session=10),
@@ -89,6 +98,9 @@ SCENARIOS = {s.name: s for s in (
               sessions=1, games_per_session=10, buy_skill=1.0),
     _scenario("at_will_difficulty_buys", "at will, players buy in hard sets (1 logit per SD of difficulty)",
               kind=AT_WILL, sessions=1, games_per_session=10, buy_difficulty=1.0),
+    _scenario("at_will_offer_direct", "at will, randomized offer, being offered adds +0.3 logit by itself, using "
+              "explanations nothing (the offer's effect is real; the effect of use is null)", kind=AT_WILL,
+              offer=True, offer_direct=0.3, sessions=4, games_per_session=5, not_null=("at_will.offer",)),
     _scenario("at_will_offer_skill_buys", "at will, randomized offer, better players buy more, practice, unequal "
               "games", kind=AT_WILL, buy_skill=1.0, offer=True, unequal=True, practice=0.3),
 )}
@@ -121,8 +133,8 @@ def _replicate(task: tuple) -> list[tuple[str, str, float, float | None]]:
     tests = report_tests(scenario_study(rng, SCENARIOS[name], size, lift))
     correct_family(tests)
     adjusted = [t["p_adjusted"] for t in tests if t.get("p_adjusted") is not None]
-    family = [(FAMILY, EFFECT, lift, min(adjusted))] if adjusted else []
-    return [(t["name"], t["claim"], lift, t["p_value"]) for t in tests] + family
+    family = [(FAMILY, EFFECT, lift, min(adjusted), None)] if adjusted else []
+    return [(t["name"], t["claim"], lift, t["p_value"], t.get("estimate")) for t in tests] + family
 
 
 def calibrate(scenario: Scenario, sizes, replicates: int, lifts: tuple[float, ...], power_replicates: int, seed: int,
@@ -139,18 +151,24 @@ def calibrate(scenario: Scenario, sizes, replicates: int, lifts: tuple[float, ..
         results = pool.imap_unordered(_replicate, tasks, chunksize=4) if pool is not None else map(_replicate, tasks)
         for study in tqdm(results, total=len(tasks), desc=f"{scenario.name}, {size} participants",
                           disable=not progress, leave=False):
-            for name, claim, lift, p in study:
-                entry = counts.setdefault(name, {"claim": claim, "by": {}})
+            for name, claim, lift, p, estimate in study:
+                entry = counts.setdefault(name, {"claim": claim, "by": {}, "estimates": []})
                 reported, rejected = entry["by"].get(lift, (0, 0))
                 entry["by"][lift] = (reported + 1, rejected + (p < ALPHA)) if p is not None else (reported, rejected)
+                if lift == 0.0 and p is not None and estimate is not None and np.isfinite(estimate):
+                    entry["estimates"].append(float(estimate))
         seconds = time.perf_counter() - started
         for name, entry in counts.items():
             reported, rejected = entry["by"].get(0.0, (0, 0))
             low, high = proportion_confint(rejected, reported, method="wilson") if reported else (None, None)
             power = {f"{lift:g}": (entry["by"][lift][1] / entry["by"][lift][0] if entry["by"][lift][0] else None)
                      for lift in lifts if lift and lift in entry["by"]}
+            estimates = np.array(entry["estimates"])
+            mean, se = (float(estimates.mean()), float(estimates.std(ddof=1) / np.sqrt(len(estimates)))) \
+                if len(estimates) > 1 else (None, None)
             rows.append({"scenario": scenario.name, "kind": scenario.kind, "participants": size, "test": name,
-                         "claim": entry["claim"], "replicates": replicates,
+                         "claim": entry["claim"], "replicates": replicates, "mean_estimate": mean,
+                         "mean_estimate_se": se, "null": name not in scenario.not_null,
                          "power_replicates": min(power_replicates, replicates), "reported": reported / replicates,
                          "false_positive_rate": rejected / reported if reported else None,
                          "false_positive_ci": [low, high] if reported else None, "power": power, "seconds": seconds})
@@ -167,7 +185,10 @@ def table(rows: list[dict], lifts: tuple[float, ...]) -> str:
              + " ".join(f"{'+' + format(100 * lift, '.0f') + ' pts':>7s}" for lift in shown)]
     for r in rows:
         ci = "" if r["false_positive_ci"] is None else f"[{_pct(r['false_positive_ci'][0])},{_pct(r['false_positive_ci'][1])}]"
-        flag = "  !" if r["claim"] == EFFECT and (r["false_positive_rate"] or 0) > TARGET else ""
+        flag = "  !" if r["claim"] == EFFECT and r.get("null", True) and (r["false_positive_rate"] or 0) > TARGET \
+            else "  (not null: power)" if not r.get("null", True) else ""
+        if r.get("mean_estimate") is not None:
+            flag = f" est {r['mean_estimate']:+.4f} ({r['mean_estimate_se']:.4f})" + flag
         lines.append(f"{r['scenario'][:40]:40s} {r['test'][:34]:34s} {r['claim']:11s} {r['participants']:3d} "
                      f"{_pct(r['reported'])} {_pct(r['false_positive_rate'])} {ci:>13s} "
                      + " ".join(f"{_pct(r['power'].get(f'{lift:g}')):>7s}" for lift in shown) + flag)
@@ -206,7 +227,9 @@ def pivot(rows: list[dict], claim: str, value: str = "false_positive_rate", lift
         else:
             rate, (low, high) = r["false_positive_rate"], r["false_positive_ci"]
             text = f"{100 * rate:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
-            if claim == EFFECT and rate > TARGET:
+            if not r.get("null", True):
+                text += " (not null: power)"
+            elif claim == EFFECT and rate > TARGET:
                 text = f"**{text}**"
         cells.setdefault((r["test"], r["scenario"]), {})[r["participants"]] = text
     head = ["test", "scenario"] + [f"{n} participants" for n in sizes]
@@ -278,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in rows if r["claim"] == EFFECT]
     text = table(rows, lifts)
     print(text)
-    effect = [r for r in rows if r["claim"] == EFFECT and r["false_positive_rate"] is not None]
+    effect = [r for r in rows if r["claim"] == EFFECT and r["false_positive_rate"] is not None and r.get("null", True)]
     worst = [r for r in effect if r["false_positive_rate"] > TARGET]
     print(f"\n{len(worst)} of {len(effect)} scenario-size cells of tests with claim 'effect' above {100 * TARGET:.1f}% "
           f"('!'); {time.perf_counter() - started:.0f} s")

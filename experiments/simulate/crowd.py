@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from game.assignment import slots
 from game.study import KINDS, arm_modes, is_sham
@@ -39,6 +40,7 @@ BASE_LOG_ODDS = 0.5            # the mean participant wins ~62% (the paper: 61-6
 POINTS = 10                    # a game's score: the points left, won games only (game/rules.py's shape)
 UNEVEN = 0.5                   # uneven effects: log-odds toward the mean per logit of skill away from it
 DIFFICULTY = 0.7               # at will: log-odds lost per SD of set difficulty
+MAX_REFILLS = 5                # a slot is dealt again at most this often
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class Crowd:
     buy_skill: float = 0.0
     buy_difficulty: float = 0.0
     offer: bool = False
+    carryover: float = 0.0             # controlled: log-odds on every game after the first block with real explanations
+    outcome_dropout: float = 0.0       # controlled: leave after a block with explanations, this x the share lost
+    refills: bool = False              # controlled: a slot whose holder left is dealt again to a newcomer
+    offer_direct: float = 0.0          # at will: log-odds the offer itself adds to an offered game, used or not
 
 
 def icc_skill_sd(icc: float) -> float:
@@ -105,32 +111,63 @@ def _controlled(rng: np.random.Generator, crowd: Crowd, participants: int, lift:
         arms = np.concatenate([rng.permutation(crowd.arms)
                                for _ in range(-(-participants // len(crowd.arms)))])[:participants]
         orders = np.full(participants, crowd.order)
-    skills = crowd.base_log_odds + rng.normal(0.0, crowd.skill_sd, participants)
-    effect = np.full(participants, shift(lift, crowd.base_log_odds))
-    if crowd.uneven:
-        effect -= UNEVEN * (skills - skills.mean())
-    last_block = np.full(participants, crowd.sessions)
-    if crowd.dropout:
-        z = (skills - crowd.base_log_odds) / crowd.skill_sd if crowd.skill_sd else np.zeros(participants)
-        for block in range(crowd.sessions - 1, 0, -1):      # leaving after the last block but one ... the first
-            leaves = rng.random(participants) < _logistic(np.log(crowd.dropout / (1 - crowd.dropout)) - z)
-            last_block = np.where(leaves, block, last_block)
-    per = crowd.sessions * crowd.games_per_session
-    who = np.repeat(np.arange(participants), per)
-    block = np.tile(np.repeat(np.arange(1, crowd.sessions + 1), crowd.games_per_session), participants).astype(float)
-    arm, order = arms[who], orders[who]
+    holders = [_holders(rng, crowd, arms, orders, np.arange(participants), lift)]
+    if crowd.refills:                        # a left slot is dealt again (game/assignment.py), a few times at most
+        for _ in range(MAX_REFILLS):
+            left = holders[-1].groupby("slot")["left"].first()
+            left = left[left].index.to_numpy(int)
+            if not len(left):
+                break
+            holders.append(_holders(rng, crowd, arms[left], orders[left], left, lift, holder=len(holders)))
+    games = pd.concat(holders, ignore_index=True).drop(columns=["left", "slot"])
+    games["game_id"] = [f"g{i}" for i in range(len(games))]
+    return games
+
+
+def _mean_win(crowd: Crowd) -> float:
+    """The crowd's mean win probability in block 1 without explanations (over its skill distribution)."""
+    quantiles = scipy.stats.norm.ppf((np.arange(2000) + 0.5) / 2000)
+    return float(np.mean(_logistic(crowd.base_log_odds + crowd.skill_sd * quantiles)))
+
+
+def _holders(rng: np.random.Generator, crowd: Crowd, arms: np.ndarray, orders: np.ndarray, units: np.ndarray,
+             lift: float, holder: int = 0) -> pd.DataFrame:
+    """The games of one holder of each of these slots (arm, order, unit): block by block, each leaving as the
+    crowd's dropout says (skill-linked before the block, outcome-linked after a block with explanations)."""
+    n = len(units)
+    skills = crowd.base_log_odds + rng.normal(0.0, crowd.skill_sd, n)
+    z = (skills - crowd.base_log_odds) / crowd.skill_sd if crowd.skill_sd else np.zeros(n)
+    effect = np.full(n, shift(lift, crowd.base_log_odds))
+    # uneven: a win-probability change toward the mean, zero on average over the participants (the estimand's scale)
+    uneven = -UNEVEN * (_logistic(skills) - _mean_win(crowd)) if crowd.uneven else np.zeros(n)
     kinds = {a: _shows(a) for a in crowd.arms}
-    expl_arm = np.array([kinds[a][0] for a in arm])
-    sham_arm = np.array([kinds[a][1] for a in arm])
-    shows = (((block % 2 == 0) != (order == "baba")) & (expl_arm == 1)).astype(float)
-    real = shows * (1 - sham_arm)                               # a sham shows explanations that do nothing
-    log_odds = skills[who] + crowd.practice * (block - 1) + effect[who] * real
-    won = (rng.random(len(who)) < _logistic(log_odds)).astype(float)
-    games = pd.DataFrame({"study": "simulated", "kind": CONTROLLED, "cluster": [f"p{i}" for i in who], "arm": arm,
-                          "order": order, "block": block, "shows": shows, "expl_arm": expl_arm, "sham": sham_arm,
-                          "won": won, "score": _score(rng, won), "game_id": [f"g{i}" for i in range(len(who))]})
+    expl_arm = np.array([kinds[a][0] for a in arms])
+    sham_arm = np.array([kinds[a][1] for a in arms])
+    present, learned, frames = np.ones(n, bool), np.zeros(n), []
+    for block in range(1, crowd.sessions + 1):
+        if block > 1 and crowd.dropout:      # skill-linked: weaker players leave more
+            present &= rng.random(n) >= _logistic(np.log(crowd.dropout / (1 - crowd.dropout)) - z)
+        shows = (((block % 2 == 0) != (orders == "baba")) & (expl_arm == 1)).astype(float)
+        real = shows * (1 - sham_arm)                           # a sham shows explanations that do nothing
+        log_odds = skills + crowd.practice * (block - 1) + effect * real + crowd.carryover * learned
+        p = np.clip(_logistic(log_odds) + uneven * real, 0.0, 1.0)[:, None]
+        won = (rng.random((n, crowd.games_per_session)) < p).astype(float)
+        here = np.flatnonzero(present)
+        frames.append(pd.DataFrame({"who": np.repeat(here, crowd.games_per_session), "block": float(block),
+                                    "shows": np.repeat(shows[here], crowd.games_per_session),
+                                    "won": won[here].ravel()}))
+        if crowd.outcome_dropout and block < crowd.sessions:   # leave after losing in an explanation block
+            lost = 1 - won.mean(axis=1)
+            present &= ~((shows == 1) & (rng.random(n) < crowd.outcome_dropout * lost))
+        learned = np.maximum(learned, real)
+    games = pd.concat(frames, ignore_index=True)
+    who = games["who"].to_numpy()
+    games = games.assign(study="simulated", kind=CONTROLLED, cluster=[f"p{units[i]}.{holder}" for i in who],
+                         slot=units[who], unit=[f"slot {units[i]}" for i in who], first_holder=float(holder == 0), arm=arms[who],
+                         order=orders[who], expl_arm=expl_arm[who], sham=sham_arm[who],
+                         score=_score(rng, games["won"].to_numpy()), left=~present[who])
     games["starts_with"] = (games["order"] == "baba").astype(float)
-    return games[block <= last_block[who]].reset_index(drop=True)
+    return games.drop(columns="who").sort_values(["cluster", "block"], kind="stable")
 
 
 def _at_will(rng: np.random.Generator, crowd: Crowd, participants: int, lift: float) -> pd.DataFrame:
@@ -150,7 +187,7 @@ def _at_will(rng: np.random.Generator, crowd: Crowd, participants: int, lift: fl
         buys = buys & (offered == 1)
     used = buys.astype(float)
     log_odds = (skills[who] - DIFFICULTY * difficulty + crowd.practice / 10 * (play - 1)
-                + shift(lift, crowd.base_log_odds) * used)
+                + shift(lift, crowd.base_log_odds) * used + crowd.offer_direct * np.nan_to_num(offered))
     won = (rng.random(len(who)) < _logistic(log_odds)).astype(float)
     return pd.DataFrame({"study": "simulated", "kind": AT_WILL, "cluster": [f"p{i}" for i in who], "arm": "both",
                          "block": np.nan, "shows": used, "expl_arm": 1.0, "sham": 0.0, "won": won,
