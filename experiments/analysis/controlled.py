@@ -385,7 +385,7 @@ CARRYOVER_CHECK = ("the crossover estimate (Table 1's overall effect) minus the 
 def carryover_check(games: pd.DataFrame, anchor: pd.DataFrame) -> dict:
     """CARRYOVER_CHECK for the real explanation arms' games (`anchor`: the arms without explanations)."""
     data = first_holders(pd.concat([games, anchor])[lambda g: g["block"].notna()])
-    data = data.assign(**{CARRYOVER_TERM: after_explanations(data)})
+    data = data.assign(**{CARRYOVER_TERM: after_explanations(data), "starts_with": starts_with(data).astype(float)})
     columns = ["shows", CARRYOVER_TERM]
     cells = block_cells(data, columns + ["expl_arm", "starts_with"])
 

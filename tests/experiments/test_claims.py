@@ -150,7 +150,7 @@ def test_a_re_dealt_slot_is_one_draw_for_the_randomization_tests():
     from experiments.analysis.controlled import net_of_practice, per_unit
     games = crowd_study(np.random.default_rng(6), Crowd(order="counterbalanced"), 16)
     # p1 dropped out and p9 took over its slot (same arm and order): one draw shared by two participants
-    games["unit"] = games["cluster"].where(games["cluster"] != "p9", "p1")
+    games["unit"] = games["unit"].where(games["cluster"] != "p9.0", "slot 1")
     values = games.groupby("cluster")["won"].mean()
     arm = games.groupby("cluster")["expl_arm"].max()
     merged, flags = per_unit(values, arm, games)
@@ -184,13 +184,14 @@ def test_every_effect_names_its_estimand_and_its_assumptions():
     for test in effects:
         assert test["estimand"] not in ("", "not stated") and test["assumptions"], test["name"]
     by_name = {t["name"]: t for t in effects}
-    assert "no carryover" in " ".join(by_name["table1.overall"]["assumptions"])
-    assert "games" in by_name["table1.overall"]["estimand"]                 # weighted by games played: said
+    assert "carryover" in " ".join(by_name["table1.overall"]["assumptions"])
+    assert "participants' average" in by_name["table1.overall"]["estimand"]     # whose effect, weighted how: said
+    assert "first holder" in by_name["table1.overall"]["estimand"]
     assert "exclusion restriction" in " ".join(by_name["at_will.offer_iv"]["assumptions"])
     assert all(t["estimand"] == ASSOCIATION_ESTIMAND and t["assumptions"] == []
                for t in controlled + at_will if t["claim"] == ASSOCIATION)
     page = tests_section(controlled)
-    assert "estimand (whose effect) and assumptions" in page and "assumes: no carryover" in page
+    assert "estimand (whose effect) and assumptions" in page and "assumes: carryover only as a lasting step" in page
 
 
 def test_the_primary_is_confirmatory_and_the_arm_rows_are_gatekept_and_holm_corrected():
