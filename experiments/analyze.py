@@ -5,6 +5,7 @@ package, not in it: importing experiments.analysis loads pandas, and `exag --hel
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -40,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the registration document `exag preregister` wrote and you published (repeat for several "
                              "studies): a registered study's plan must be one of these, else it is analysed as not "
                              "pre-registered")
+    parser.add_argument("--server-key", type=Path, default=None, metavar="FILE",
+                        help="the key of the server that exported the data (its DATA_DIR/server.key, or DATA_DIR): "
+                             "verifies what the export says of a pre-registered study's looks at outcomes and of "
+                             "what it ran with; without it such a study is analysed as not pre-registered (on the "
+                             "server itself, --data data/server or --redis-url, the key is read there)")
     parser.set_defaults(run=run)
 
 
@@ -55,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         if args.study and args.all_studies:
             raise AnalysisError("pass --study ID (repeatable) or --all-studies, not both")
         tables = load_tables(args.redis_url or args.data, studies=args.study or None)
+        if args.server_key is not None:
+            from server.server_key import read_key_file
+            tables = dataclasses.replace(tables, server_key=read_key_file(args.server_key))
         studies = tables.study_ids()
         if not args.study and not args.all_studies and len(studies) > 1:
             raise AnalysisError(f"the data holds {len(studies)} studies ({', '.join(studies)}): pass --study ID "
@@ -82,9 +91,9 @@ def _exclude_flags(text: str | None) -> frozenset[str] | None:
     return frozenset(f.strip() for f in text.split(",") if f.strip() and f.strip() != "none")
 
 
-def live_report(events: list[dict], study_id: str) -> str:
+def live_report(events: list[dict], study_id: str, server_key: bytes | None = None) -> str:
     """The admin's live report, which `exag serve` hands to the web app (the server does not import the
     analysis); the analysis loads with the first report, not with the server."""
     from .analysis.live import live_report
 
-    return live_report(events, study_id)
+    return live_report(events, study_id, server_key)

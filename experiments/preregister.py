@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import functools
-import hashlib
-import importlib.metadata
 import json
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +17,8 @@ from game.preregistration import (ANALYSIS, BETWEEN_ARMS, NOT_FROZEN, NOT_REGIST
                                   PRIMARY_OUTCOME, document_bytes, missing, primary_comparisons, registration,
                                   within_participant_primary)
 from game.quality import FAST_GAME_S, FAST_GAMES_MIN, FAST_GAMES_MIN_SHARE, FLAGS, STRAIGHT_LINE_MIN_RATINGS
+from game.fingerprints import (checkout_version, exag_version, plugin_fingerprints,  # noqa: F401 (re-exported)
+                               pool_fingerprint, shown_explainers)
 from game.study import StudyConfig, load_study
 from vqa_agent.checkpoints import checkpoint_fingerprint
 
@@ -105,7 +103,7 @@ def preregister(study_path: Path, out: Path, planned_n: int | None = None,
         draft = replace(study, preregistration=plan)         # checks the plan with the new planned_n
     except ValueError as error:
         raise ValueError(f"{study_path}: {error}") from error
-    section = registration(draft, {"exag_version": exag_version(), "agent_fingerprint": agent_fingerprint(study, warn)})
+    section = registration(draft, registered_facts(study, study_path))
     registered = replace(draft, preregistration=section)
     sha256 = section["sha256"]
     base = out.with_suffix("") if out.suffix in (".json", ".md") else out
@@ -138,52 +136,23 @@ def refuse_unregistrable(study: StudyConfig, primary: str, study_path: Path) -> 
                          "add \"offer\": \"randomized\" to the study")
 
 
-@functools.lru_cache(maxsize=1)      # the analysis asks for each registered study; it stays for the process
-def exag_version() -> str:
-    """checkout_version of the exag checkout that runs (see there)."""
-    return checkout_version(Path(__file__).resolve().parents[1])
-
-
-def checkout_version(repo: Path) -> str:
-    """The commit of the exag checkout that runs, with "+changes-" and a hash of what differs from it when
-    anything does (the diff of its tracked files and the content of its untracked, not ignored files: two
-    different local edits are two versions), else the installed package's version."""
-    def git(*args: str) -> bytes:
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=30, check=True).stdout
-
+def registered_facts(study: StudyConfig, study_path: Path) -> dict:
+    """What is registered beside the plan (game/fingerprints.py): the exag version, and the fingerprints of the agent's
+    checkpoint, the pool's images and every third-party explainer the study shows. ValueError, one line, when the
+    study names no agent or no pool (then it would play whatever the server serves), or one cannot be found here."""
+    for field, what in (("agent", "a checkpoint directory or shipped agent name"),
+                        ("pool", "an imported pool's name or directory (`exag pool import`)")):
+        if not getattr(study, field):
+            raise ValueError(f"{study_path}: a registered study names its {field} ({what}): with \"{field}\": \"\" it "
+                             f"would play whichever {field} the server runs, which the registration cannot freeze")
     try:
-        commit = git("rev-parse", "HEAD").decode().strip()
-        # content, not timestamps: an edit within the second of the last commit keeps a file's size and mtime
-        subprocess.run(["git", "update-index", "-q", "--really-refresh"], cwd=repo, capture_output=True, timeout=60)
-        diff = git("diff", "HEAD", "--binary")
-        changes = hashlib.sha256(diff)
-        untracked = sorted(p for p in git("ls-files", "--others", "--exclude-standard", "-z").decode().split("\0") if p)
-        for name in untracked:
-            path = repo / name
-            changes.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
-        dirty = bool(untracked) or bool(diff.strip())
-        return commit + (f"+changes-{changes.hexdigest()[:12]}" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        try:
-            return f"exag {importlib.metadata.version('exag')}"
-        except importlib.metadata.PackageNotFoundError:
-            return "unknown (neither a git checkout nor an installed package)"
-
-
-def agent_fingerprint(study: StudyConfig, warn) -> str | None:
-    """The fingerprint of the checkpoint the study names (its files' bytes), or None, with a warning, when it
-    names none (it plays the server's agent) or the checkpoint cannot be found here."""
-    if not study.agent:
-        warn(f"study {study.study_id} names no agent: it plays whichever agent the server runs, and its "
-             "checkpoint is not part of the registration (name one in \"agent\" to freeze it)")
-        return None
-    try:
-        return checkpoint_fingerprint(study.agent)
+        agent = checkpoint_fingerprint(study.agent)
+        pool = pool_fingerprint(study.pool)
+        plugins = plugin_fingerprints(shown_explainers(study))
     except (FileNotFoundError, ValueError) as error:
-        warn(f"the agent {study.agent!r} of study {study.study_id} cannot be found here ({error}); its checkpoint's "
-             "fingerprint is not registered, so the server cannot check it is the one registered: make the agent "
-             "first (docs/studies.md), then register")
-        return None
+        raise ValueError(f"{study_path}: {error}; make the agent and the pool first (docs/studies.md), then "
+                         "register"[:600]) from None
+    return {"exag_version": exag_version(), "agent_fingerprint": agent, "pool_fingerprint": pool, "plugins": plugins}
 
 
 def markdown(study: StudyConfig, json_name: str) -> str:

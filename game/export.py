@@ -16,6 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from game.checks import CHECK_FLAGS
+from game.export_signature import sign
+from game.preregistration import RAN_WITH
 from game.quality import REPEAT_FLAGS, Participation, PlayedGame, quality_flags, repeat_flags
 from game.settings import RATINGS
 from game.study import is_test_participation
@@ -25,7 +27,8 @@ RATING_SCORE = {r: len(RATINGS) - i for i, r in enumerate(RATINGS)}   # "Helping
 GAME_KEYS = ("study", "participant", "arm", "game_number")
 ASSIGNMENT_COLUMNS = ["study", "participant", "slot", "block", "arm", "order", "assigned", "refilled_slot",
                       "assigned_by"]
-STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256", "looks"]
+STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256", "looks", "ran_with",
+                 "signature"]
 CHECK_EVENTS = ("comprehension", "colour_screen", "attention_check", "demographics", "screened_out")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # OWASP: a spreadsheet runs cells that start so
 
@@ -94,9 +97,10 @@ def neutralise_formula(value):
     return value
 
 
-def tables(events: Iterable[dict]) -> dict[str, pd.DataFrame]:
+def tables(events: Iterable[dict], server_key: bytes | None = None) -> dict[str, pd.DataFrame]:
     """The tidy tables. An event that cannot be tabulated (a missing or malformed field) costs only its
-    own row: it is listed in the `problems` table, and events.jsonl keeps it whole."""
+    own row: it is listed in the `problems` table, and events.jsonl keeps it whole. `server_key` (a server's
+    export: server/server_key.py) signs each registered study's looks and ran_with (game/export_signature.py)."""
     games: dict[str, dict] = {}
     rounds: dict[tuple[str, int], dict] = {}
     ratings, explanations, participants, rater, problems = [], [], {}, [], []
@@ -110,6 +114,9 @@ def tables(events: Iterable[dict]) -> dict[str, pd.DataFrame]:
                              "error": f"{type(error).__name__}: {clean(str(error))}"[:300]})
     for row in ratings:
         row["game_won"] = games.get(row["game_id"], {}).get("won")
+    for row in studies.values():
+        if server_key is not None and row["preregistration_sha256"]:
+            row["signature"] = sign(server_key, row)
     _add_quality_flags(participants, games, ratings)
     return {"games": pd.DataFrame(list(games.values())), "rounds": pd.DataFrame(list(rounds.values())),
             "ratings": pd.DataFrame(ratings), "explanations": pd.DataFrame(explanations),
@@ -206,6 +213,11 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
         looks = json.loads(studies[e["study"]]["looks"] or "[]")
         looks.append({k: e.get(k) for k in ("time", "where", "finished", "planned_n")})
         studies[e["study"]]["looks"] = json.dumps(looks)
+    elif kind == "study_ran_with" and e["study"] in studies:     # what a server ran a registered study with
+        ran = {k: e.get(k) for k in RAN_WITH}
+        seen = json.loads(studies[e["study"]]["ran_with"] or "[]")
+        if ran not in seen:
+            studies[e["study"]]["ran_with"] = json.dumps(seen + [ran], sort_keys=True)
     elif kind == "rater_rating":
         rater.append({k: e.get(k) for k in ("rater", "item", "game", "round", "explainer", "kind",
                                              "explanation_rating", "answer_rating", "time")})
@@ -219,7 +231,7 @@ def _study_row(event: dict) -> dict:
     return {"study": event["study"], "created": event["time"], "kind": config.get("kind"),
             "config": json.dumps(config, sort_keys=True),
             "preregistration": json.dumps(plan, sort_keys=True) if plan else None,
-            "preregistration_sha256": plan.get("sha256"), "looks": None}
+            "preregistration_sha256": plan.get("sha256"), "looks": None, "ran_with": None, "signature": None}
 
 
 def outcome_looks(events: Iterable[dict], where: str, now: float) -> list[dict]:
@@ -276,13 +288,13 @@ def _single_typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def write_export(events: list[dict], out: str | Path, fmt: str = "csv") -> list[Path]:
+def write_export(events: list[dict], out: str | Path, fmt: str = "csv", server_key: bytes | None = None) -> list[Path]:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose {', '.join(FORMATS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in tables(events).items():
+    for name, frame in tables(events, server_key).items():
         path = out / f"{name}.{fmt}"
         tmp = path.with_name(path.name + ".tmp")
         if fmt == "csv":

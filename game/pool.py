@@ -44,12 +44,16 @@ POOLS_DIR = Path("data/pools")     # `exag pool import`'s pools by name (relativ
 
 
 def pool_dir(name: str | Path) -> Path:
-    """An imported pool (`exag serve --pool NAME`, a study's "pool"): a directory, or a name under data/pools/."""
+    """A study's "pool" (`exag serve --pool NAME`): an imported pool's directory or its name under data/pools/, or a
+    built world's directory (its held-out pool images: `exag serve --world DIR` serves them)."""
     for path in (Path(name), POOLS_DIR / str(name)):
         if is_image_pool(path):
             return path.resolve()
-    raise FileNotFoundError(f"no image pool {str(name)!r}: neither a directory with {POOL_MANIFEST} nor a pool in "
-                            f"{POOLS_DIR}/ (make one with `exag pool import DIR --out {POOLS_DIR}/NAME`)")
+    if (Path(name) / "scenes.json").is_file():
+        return Path(name).resolve()
+    raise FileNotFoundError(f"no image pool {str(name)!r}: neither a directory with {POOL_MANIFEST}, a pool in "
+                            f"{POOLS_DIR}/ (make one with `exag pool import DIR --out {POOLS_DIR}/NAME`) nor a built "
+                            "world (scenes.json)")
 
 
 def check_pool(name: str, pool: "GamePool") -> None:

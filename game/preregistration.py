@@ -59,6 +59,8 @@ ANALYSIS = {"alpha": 0.05, "sides": "two-sided"}
 # verified as they were registered.
 FORMAT_1 = "exag-preregistration/1"
 DESIGN_1 = ("study_id", "kind", "arms", "sessions", "games_per_session", "order", "checks")
+# What `exag preregister` registers beside the plan, and a server logs as what it runs (game/fingerprints.py)
+RAN_WITH = ("exag_version", "agent_fingerprint", "pool_fingerprint", "plugins")
 PRIMARY_OUTCOME = "the win: a game's right guess with points left (games.won in the export)"
 # The comparisons a plan can name as its primary test, by study kind (a controlled study may also name one of
 # its arms: that arm's Table 1 row); experiments/analysis/preregistered.py finds each in the report.
@@ -171,9 +173,9 @@ def check(study: Study) -> None:
     if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
         raise ValueError("preregistration.planned_n must be a whole number of participants, at least 1")
     registered = plan.get("registered", {})
-    if not isinstance(registered, dict) or not set(registered) <= {"exag_version", "agent_fingerprint"}:
-        raise ValueError("preregistration.registered holds what `exag preregister` wrote (exag_version, "
-                         "agent_fingerprint); leave it as written")
+    if not isinstance(registered, dict) or not set(registered) <= set(RAN_WITH):
+        raise ValueError(f"preregistration.registered holds what `exag preregister` wrote ({', '.join(RAN_WITH)}); "
+                         "leave it as written")
     if "sha256" not in plan:
         return                                   # a draft: `exag preregister` checks it is complete
     if not isinstance(plan["sha256"], str) or not re.fullmatch(r"[0-9a-f]{64}", plan["sha256"]):
@@ -203,6 +205,23 @@ def check_agent(study: Study, agent: str) -> None:
         raise ValueError(f"agent: the checkpoint of {agent!r} on this server (fingerprint {found}) is not the one "
                          f"pre-registered (fingerprint {registered}): serve the registered checkpoint, or register "
                          "the new one as a new study")
+
+
+def ran_differently(study: Study, ran: dict) -> list[str]:
+    """The registered facts (RAN_WITH) that what ran (`ran`, game/fingerprints.py `ran_with`) differs from: a
+    fact the registration does not hold (a study registered before it was registered) is not compared."""
+    registered = study.preregistration.get("registered") or {}
+    return [key for key in RAN_WITH if key in registered and registered[key] != ran.get(key)]
+
+
+def check_ran(study: Study, ran: dict) -> None:
+    """ValueError, one line, when a registered study would run with an agent checkpoint, pool images, explainer
+    plugins or exag code other than the registered ones (`ran`: game/fingerprints.py `ran_with`)."""
+    changed = ran_differently(study, ran)
+    if changed:
+        raise ValueError(f"study {study.study_id} was pre-registered with other {', '.join(changed)} than this server "
+                         "runs: serve the registered agent, pool, explainers and exag version, or register again as "
+                         "a new study")
 
 
 def outcomes_hidden(study: Study, finished: int) -> str | None:

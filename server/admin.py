@@ -33,7 +33,7 @@ from .rating_task import RatingError
 from .release import bound_elsewhere, release
 from .routes import services
 from .schemas import ID
-from .study_check import check_study, check_unchanged, paid_study_warnings
+from .study_check import check_study, check_unchanged, paid_study_warnings, registered_run
 
 admin = Blueprint("admin", __name__, template_folder="templates")
 LATEST_SHOWN = 50          # participants per study the monitor shows, and a search finds
@@ -250,9 +250,15 @@ def create_study():
     _admin()
     try:
         study = _checked_study(prove=True)
+        try:
+            ran = registered_run(study, services().agents.server_agent)
+        except ValueError as error:
+            raise Refused(str(error)[:1000]) from None
         if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,
                                                            "config": study.to_dict()}, only_if_new=True):
             raise Refused(f"a study {study.study_id!r} exists already", 409)
+        if ran is not None:
+            services().store.log({"type": "study_ran_with", "study": study.study_id, "time": time.time(), **ran})
     except Refused as error:
         raise Refused(f"Not created: {error}", error.status) from None
     if _wants_json():

@@ -12,6 +12,8 @@ app does not import the analysis, which sits above it; without one the report pa
 """
 from __future__ import annotations
 
+import time
+
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -32,8 +34,9 @@ from .play import Play
 from .rating_task import RatingTask
 from .rounds import RoundQueue
 from .routes import FRONTEND, pages
+from .server_key import server_key, write_key_file
 from .store import Store
-from .study_check import check_study, check_unchanged
+from .study_check import check_study, check_unchanged, registered_run
 
 ASYNC_MODE = "threading"   # plain threads: no monkey-patching, simple-websocket serves websockets
 log = logging.getLogger(__name__)
@@ -80,6 +83,7 @@ def create_app(config: ServerConfig | None = None, live_report: LiveReport | Non
         agents = Agents(config.agent, RoundQueue(store.redis, config.round_timeout_s))
         worker = agents.server_worker
         load_studies(store, config.studies_dir, pool, agents)
+        write_key_file(config.data_dir, server_key(store.redis))    # verifies this server's exports later
         play = Play(store, pool, agents, config)
         rating = RatingTask(store, {pool.world_index(i): i for i in range(len(pool))})
 
@@ -117,6 +121,15 @@ def start_inprocess_worker(config: ServerConfig, redis_url: str, number: int):
                                pool=config.pool)).start()
 
 
+def log_registered_run(store: Store, study: StudyConfig, server_agent: str) -> None:
+    """A `study_ran_with` event for a pre-registered study: what this server runs it with (the export carries it,
+    and the analysis holds it to the registration: experiments/analysis/preregistered.py). ValueError when that
+    is not what was registered."""
+    ran = registered_run(study, server_agent)
+    if ran is not None:
+        store.log({"type": "study_ran_with", "study": study.study_id, "time": time.time(), **ran})
+
+
 def load_studies(store: Store, studies_dir: Path, pool: GamePool, agents: Agents) -> list[str]:
     """Study files not yet in Redis are added (open); studies already there keep their state. A new study
     that cannot run on this server (check_study, as for the admin form) is refused with its reason, and so
@@ -135,4 +148,5 @@ def load_studies(store: Store, studies_dir: Path, pool: GamePool, agents: Agents
         if store.save_study(study, "open", {"type": "study_created", "study": study.study_id, "config": study.to_dict(),
                                             "source": path.name}, only_if_new=True):
             added.append(study.study_id)
+        log_registered_run(store, stored[0] if stored else study, agents.server_agent)
     return added

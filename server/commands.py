@@ -319,6 +319,7 @@ def export_command(args: argparse.Namespace) -> int:
 
     from .embedded_redis import EmbeddedRedis
     from .reports import exported_events
+    from .server_key import server_key
     from .store import Store
 
     embedded = None
@@ -331,7 +332,7 @@ def export_command(args: argparse.Namespace) -> int:
     try:
         store = Store.connect(url)
         events = exported_events(store, "exag export")     # its looks at outcomes logged first, with stream ids
-        written = write_export(events, args.out, args.format)
+        written = write_export(events, args.out, args.format, server_key(store.redis))
     finally:
         if embedded is not None:
             embedded.stop()

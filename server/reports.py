@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import logging
 import os
 import secrets
@@ -37,6 +38,7 @@ import redis as redis_client
 from game.export import FORMATS, outcome_looks, write_export
 from vqa_agent.threads import thread_env
 
+from .server_key import server_key
 from .store import EVENTS, Store
 
 log = logging.getLogger(__name__)
@@ -158,7 +160,10 @@ def compute_report(redis_url: str, study: str, report: str, token: str) -> None:
         started = time.perf_counter()
         live_report = _named_function(report)
         events = list(store.events())
-        html = live_report(events, study)
+        # the server's key verifies a registration's signed cells; a report function may take it (the analysis's does)
+        keyed = {"server_key": server_key(store.redis)} \
+            if "server_key" in inspect.signature(live_report).parameters else {}
+        html = live_report(events, study, **keyed)
         pipe = store.redis.pipeline(transaction=True)
         pipe.hset(REPORT.format(study), mapping={"html": html, "events": len(events), "computed": time.time(),
                                                  "seconds": round(time.perf_counter() - started, 3)})
@@ -177,11 +182,12 @@ def write_zip(redis_url: str, fmt: str, out: Path) -> None:
     store = Store.connect(redis_url)
     try:
         events = exported_events(store, EXPORT_LOOK)
+        key = server_key(store.redis)
     finally:
         store.close()
     with tempfile.TemporaryDirectory(prefix="exag-export-") as tmp, \
             zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in write_export(events, tmp, fmt):
+        for path in write_export(events, tmp, fmt, key):
             archive.write(path, path.name)
 
 

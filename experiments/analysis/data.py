@@ -68,6 +68,7 @@ class Tables:
     assignments: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per join: slot, block, arm, order
     notes: list[str] = field(default_factory=list)     # what is missing, by file and column
     source: str = ""
+    server_key: bytes | None = None     # the server's key, read on the server (or given): verifies signed exports
 
     @classmethod
     def from_frames(cls, frames: dict[str, pd.DataFrame], source: str, where: dict[str, str] | None = None,
@@ -257,15 +258,17 @@ def _read(path: Path) -> pd.DataFrame:
         return pd.DataFrame()
 
 
-def _from_events(events: list[dict], source: str) -> Tables:
-    frames = export_tables(events)
+def _from_events(events: list[dict], source: str, server_key: bytes | None = None) -> Tables:
+    frames = export_tables(events, server_key)
     where = {name: f"{source} ({name})" for name in frames}
-    return Tables.from_frames(frames, source, where, [] if events else [f"{source} holds no events"])
+    tables = Tables.from_frames(frames, source, where, [] if events else [f"{source} holds no events"])
+    return replace(tables, server_key=server_key)
 
 
 def _from_url(url: str, source: str) -> Tables:
     import redis
 
+    from server.server_key import server_key
     from server.store import Store
 
     store = Store.connect(url)
@@ -275,12 +278,13 @@ def _from_url(url: str, source: str) -> Tables:
         for look in outcome_looks(store.events(), f"exag analyze ({source})", time.time()):
             store.log(look)
         events = list(store.events())
+        key = server_key(store.redis)
     except redis.RedisError as error:
         raise AnalysisError(f"cannot read the event log from {source}, or log the look at its outcomes there "
                             f"(every look at a registered study's outcomes is logged): {error}") from error
     finally:
         store.close()
-    return _from_events(events, source)
+    return _from_events(events, source, key)
 
 
 def _from_server_dir(directory: Path) -> Tables:

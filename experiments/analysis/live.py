@@ -11,7 +11,9 @@ outcomes: recruitment, balance of arms and orders, checks and quality flags, att
 """
 from __future__ import annotations
 
+import json
 import tempfile
+from dataclasses import replace
 from html import escape
 
 import pandas as pd
@@ -22,7 +24,6 @@ from game.study import is_test_participation
 from .data import AnalysisError, Tables
 from .figures import draw_figures
 from .html import render_html
-from .preregistered import registered_plans
 from .report import analyze
 
 REFRESH_S = 60      # the page reloads itself this often
@@ -31,12 +32,13 @@ HIDDEN = ("Study {study} is pre-registered (sha256 {sha}...): its outcomes, by a
           "stopping when it looks good would make its tests wrong; the stopping rule registered is: {rule}")
 
 
-def live_report(events: list[dict], study_id: str) -> str:
+def live_report(events: list[dict], study_id: str, server_key: bytes | None = None) -> str:
     """The report page of `study_id` from these events; before its first game it builds empty and says so; a
-    pre-registered study before its planned N shows the monitoring page instead (no outcome)."""
+    pre-registered study before its planned N shows the monitoring page instead (no outcome). `server_key`: the
+    server's (server/server_key.py), which verifies the registration's signed cells."""
     source = f"the live event log (study {study_id})"
-    frames = tables(events)
-    plan = registered_plans(frames["studies"]).get(study_id)
+    frames = tables(events, server_key)
+    plan = carried_plan(frames["studies"], study_id)
     if plan is not None and isinstance(plan.get("planned_n"), int):
         finished = _finished(frames["participants"], study_id)
         if finished < plan["planned_n"]:
@@ -49,10 +51,23 @@ def live_report(events: list[dict], study_id: str) -> str:
     if live is None:                              # no game yet: the report builds, empty, and says so
         live = Tables.from_frames({name: frame.iloc[0:0] for name, frame in frames.items()}, source,
                                   notes=[f"study {study_id} has no games yet"])
-    report = analyze(live)
+    report = analyze(replace(live, server_key=server_key))
     with tempfile.TemporaryDirectory(prefix="exag-live-report-") as tmp:
         return render_html(report, draw_figures(report, tmp), title=f"ExAG live report: {study_id}",
                            refresh_s=REFRESH_S)
+
+
+def carried_plan(studies: pd.DataFrame, study_id: str) -> dict | None:
+    """The plan a study's row carries, verified or not: a plan that does not verify hides the outcomes all the same
+    (an edited plan must not open them)."""
+    if studies.empty or "preregistration" not in studies.columns:
+        return None
+    texts = studies.loc[studies["study"] == study_id, "preregistration"]
+    try:
+        plan = json.loads(texts.iloc[-1]) if len(texts) and isinstance(texts.iloc[-1], str) else None
+    except ValueError:
+        return None
+    return plan if isinstance(plan, dict) and plan.get("sha256") else None
 
 
 def _finished(participants: pd.DataFrame, study_id: str) -> int:

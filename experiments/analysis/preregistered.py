@@ -19,8 +19,9 @@ import hashlib
 import json
 from collections.abc import Callable
 
-from experiments.preregister import exag_version
-from game.preregistration import PRIMARY, PRIMARY_OUTCOME, primary_comparisons, test_name
+from game.fingerprints import exag_version
+from game.export_signature import failure as signature_failure
+from game.preregistration import PRIMARY, PRIMARY_OUTCOME, RAN_WITH, primary_comparisons, test_name
 
 from .at_will import at_will
 from .controlled import controlled
@@ -37,20 +38,24 @@ SENSITIVITY = ("the pre-registered primary comparison on every participant, no e
                "from the primary result, the exclusions decide the result")
 
 
-def registered_plans(studies, documents: list[bytes] | None = None) -> dict[str, dict]:
+def registered_plans(studies, documents: list[bytes] | None = None, server_key: bytes | None = None) -> dict[str, dict]:
     """{study: its registered plan} for the studies of an export's `studies` table (a DataFrame) that were
     pre-registered and whose plan verifies (`verified`); any other row counts as not pre-registered."""
-    return verified(studies, documents)[0]
+    return verified(studies, documents, server_key)[0]
 
 
-def verified(studies, documents: list[bytes] | None = None) -> tuple[dict[str, dict], dict[str, str]]:
+def verified(studies, documents: list[bytes] | None = None,
+             server_key: bytes | None = None) -> tuple[dict[str, dict], dict[str, str]]:
     """({study: its plan} for the plans that verify, {study: why not} for the rows that carry a plan that does
     not). A plan verifies when the study's config in the export, with this plan, hashes to the plan's sha256
     (game/preregistration.py, as `exag preregister` computed it: an edited exclusion, primary or planned N, or an
     edited hash, does not), the row's `preregistration_sha256` and the config's own plan say the same hash, and,
     when registration documents are given (`exag analyze --registration FILE.json`, the file published when the
-    study was registered), one of them is the document with that hash. A study whose plan does not verify is
-    analysed as not pre-registered, and the report says why (`preregistration.refused`)."""
+    study was registered), one of them is the document with that hash; the server signed the row's looks at
+    outcomes and what it ran the study with (game/export_signature.py, verified with `server_key`), and what it
+    ran with is what was registered (exag version, agent, pool, explainer plugins: game/fingerprints.py). A study
+    whose plan does not verify is analysed as not pre-registered, and the report says why
+    (`preregistration.refused`)."""
     if studies.empty or "preregistration" not in studies.columns:
         return {}, {}
     published = {hashlib.sha256(d).hexdigest() for d in documents or []}
@@ -63,7 +68,7 @@ def verified(studies, documents: list[bytes] | None = None) -> tuple[dict[str, d
             plan = None
         if not isinstance(plan, dict) or not plan.get("sha256"):
             continue
-        why = verification_failure(row, plan, published if documents is not None else None)
+        why = verification_failure(row, plan, published if documents is not None else None, server_key)
         if why:
             refused[study] = why
         elif isinstance(plan.get("exclusions"), list):
@@ -71,7 +76,8 @@ def verified(studies, documents: list[bytes] | None = None) -> tuple[dict[str, d
     return plans, refused
 
 
-def verification_failure(row: dict, plan: dict, published: set[str] | None) -> str | None:
+def verification_failure(row: dict, plan: dict, published: set[str] | None,
+                         server_key: bytes | None = None) -> str | None:
     """Why a study's exported plan is not the one registered, or None."""
     from game.study import StudyConfig
     try:
@@ -91,6 +97,29 @@ def verification_failure(row: dict, plan: dict, published: set[str] | None) -> s
     if published is not None and plan["sha256"] not in published:
         return (f"no registration document given (--registration) has its sha256 {plan['sha256'][:12]}...: "
                 "it is not the registration published")
+    unsigned = signature_failure(server_key, row)
+    if unsigned:
+        return unsigned
+    return ran_otherwise(plan, row.get("ran_with"))
+
+
+def ran_otherwise(plan: dict, ran_with) -> str | None:
+    """Why what the server ran the study with (the row's `ran_with`, one record per server start) is not what
+    was registered, or None. A registration that froze the pool (this format) needs a record."""
+    registered = plan.get("registered") or {}
+    try:
+        records = json.loads(ran_with) if isinstance(ran_with, str) else []
+    except ValueError:
+        records = None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return "its ran_with cell is not what a server writes"
+    if not records and "pool_fingerprint" in registered:
+        return "no record of what the server ran it with (ran_with is empty)"
+    changed = sorted({key for record in records for key in RAN_WITH
+                      if key in registered and registered[key] != record.get(key)})
+    if changed:
+        return (f"it ran with another {', '.join(changed)} than was registered (ran_with: "
+                f"{'; '.join(str({k: r.get(k) for k in changed}) for r in records)})")[:600]
     return None
 
 

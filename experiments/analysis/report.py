@@ -310,7 +310,7 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
     `registrations_published`: the registration documents (FILE.json bytes) a registered plan must be one of."""
     if no_exclusions and exclude_flags:
         raise AnalysisError("exclude flags or no participants (--no-exclusions), not both")
-    plans, refused = verified(tables.studies, registrations_published)
+    plans, refused = verified(tables.studies, registrations_published, tables.server_key)
     rules, analysis = exclusion_rules(plans, exclude_flags, no_exclusions)
     frames, exclusions = build_frames(tables, rules)
     notes = list(tables.notes) + frames.notes

@@ -2,6 +2,8 @@
 real loaders (CSV, Parquet, JSONL, a server data directory's embedded Redis) and the report."""
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 from pathlib import Path
@@ -17,6 +19,8 @@ from experiments.analysis.scales import ANSWER_SCALE, EXPLANATION_SCALE, RATINGS
 from game.export import tables as export_tables
 
 REPO = Path(__file__).resolve().parents[2]
+
+SERVER_KEY = b"test-server-key"       # the key a test "server" signs its exports with (server/server_key.py)
 
 
 class Log:
@@ -63,7 +67,9 @@ class Log:
                   kind="attention", explanation_rating=explanation, answer_rating=answer)
 
     def tables(self) -> Tables:
-        return Tables.from_frames(export_tables(self.events), "test log")
+        """The tables as a server's export holds them: signed with its key (SERVER_KEY, which they carry)."""
+        return dataclasses.replace(Tables.from_frames(export_tables(self.events, SERVER_KEY), "test log"),
+                                   server_key=SERVER_KEY)
 
 
 # --- controlled: Table 1 ------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ import dataclasses
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
-from test_analysis import PARTICIPANTS_PER_ARM, WINS_PER_BLOCK, controlled_log
+from test_analysis import PARTICIPANTS_PER_ARM, SERVER_KEY, WINS_PER_BLOCK, controlled_log
 
 from exag_cli import main
 from experiments.analysis import analyze
@@ -21,6 +22,7 @@ from game.preregistration import FORMAT_1, NOT_FROZEN, digest
 from game.quality import FLAGS
 from game.study import StudyConfig, load_study
 
+REPO = Path(__file__).resolve().parents[2]
 PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
         "stopping_rule": "Stop when 25 participants have finished.", "exclusions": ["fast_games"]}
 STUDY = {"study_id": "ctl", "kind": "controlled", "arms": list(WINS_PER_BLOCK), "sessions": 4,
@@ -28,6 +30,21 @@ STUDY = {"study_id": "ctl", "kind": "controlled", "arms": list(WINS_PER_BLOCK), 
 PARTICIPANTS = len(WINS_PER_BLOCK) * PARTICIPANTS_PER_ARM
 SPEEDY_GAMES = 20          # the speedy participant plays the whole study, each game in 2 s
 WRITTEN = {"html": "report.html", "json": "report.json", "figures": "figures", "tables": "tables"}
+
+
+@pytest.fixture(autouse=True)
+def registrable(monkeypatch, tiny_agent_dir, agent_world):
+    """A registered study names its agent and pool (issue 54): the tiny agent and its world's pool."""
+    monkeypatch.setitem(STUDY, "agent", str(tiny_agent_dir))
+    monkeypatch.setitem(STUDY, "pool", str(agent_world))
+
+
+def exported(log, out) -> list[str]:
+    """The log written as a server's export (signed with its key) and the analyze flags that verify it."""
+    write_export(log.events, out, server_key=SERVER_KEY)
+    key = out.parent / f"{out.name}.server.key"
+    key.write_bytes(SERVER_KEY + b"\n")
+    return ["--data", str(out), "--server-key", str(key)]
 
 
 def preregistered(tmp_path, plan: dict = PLAN) -> StudyConfig:
@@ -43,6 +60,9 @@ def study_log(study: StudyConfig):
     wins every game, and one of an unregistered study who raises it too (their study has no such rule)."""
     log = controlled_log("ctl")
     log.events.insert(0, {"type": "study_created", "time": 1.0, "study": "ctl", "config": study.to_dict()})
+    if study.preregistration.get("registered"):      # a server that ran what was registered says so
+        log.events.insert(1, {"type": "study_ran_with", "time": 1.5, "study": "ctl",
+                              **study.preregistration["registered"]})
     for number in range(SPEEDY_GAMES):
         log.game("ctl", "speedy", "attention", number, won=True, seconds=2.0)
     for number in range(5):
@@ -57,10 +77,14 @@ def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path
     section = study.preregistration
     assert {k: v for k, v in section.items() if k not in ("registered", "fields")} == \
         {**PLAN, "planned_n": 25, "sha256": sha256}
-    assert section["registered"]["agent_fingerprint"] is None                # the study names no agent ...
-    assert re.fullmatch(r"[0-9a-f]{40}(\+changes-[0-9a-f]{12})?", section["registered"]["exag_version"])
+    from game.fingerprints import pool_fingerprint
+    from vqa_agent.checkpoints import checkpoint_fingerprint
+    registered_facts = section["registered"]            # what it runs, frozen as bytes (issue 54)
+    assert registered_facts["agent_fingerprint"] == checkpoint_fingerprint(STUDY["agent"])
+    assert registered_facts["pool_fingerprint"] == pool_fingerprint(STUDY["pool"]) and registered_facts["plugins"] == {}
+    assert re.fullmatch(r"[0-9a-f]{40}(\+changes-[0-9a-f]{12})?", registered_facts["exag_version"])
     printed = capsys.readouterr().out
-    assert sha256 in printed and "names no agent" in printed                 # ... and is told so
+    assert sha256 in printed
     registered = json.loads(document)
     assert registered["format"] == "exag-preregistration/2"
     assert registered["preregistration"] == {**PLAN, "planned_n": 25}
@@ -119,8 +143,8 @@ def test_preregister_says_what_the_plan_lacks(tmp_path, capsys):
 def test_the_analysis_applies_the_registered_exclusions_by_default(tmp_path, capsys):
     study = preregistered(tmp_path)
     log = study_log(study)
-    write_export(log.events, tmp_path / "export")
-    assert main(["analyze", "--data", str(tmp_path / "export"), "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
+    data = exported(log, tmp_path / "export")
+    assert main(["analyze", *data, "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     sha256 = study.preregistration["sha256"]
@@ -293,8 +317,14 @@ def test_the_agent_checkpoint_is_registered_and_the_server_holds_the_study_to_it
         check_agent(study, "default")                          # another one's files
     missing = tmp_path / "missing.json"
     missing.write_text(json.dumps({**STUDY, "agent": str(tmp_path / "nowhere"), "preregistration": PLAN}))
-    assert main(["preregister", str(missing), "--out", str(tmp_path / "doc2"), "--planned-n", "10"]) == 0
-    assert "cannot be found here" in capsys.readouterr().out               # warned: nothing to check it against
+    capsys.readouterr()
+    assert main(["preregister", str(missing), "--out", str(tmp_path / "doc2"), "--planned-n", "10"]) != 0
+    assert "make the agent and the pool first" in capsys.readouterr().err      # nothing to freeze: refused
+    nameless = tmp_path / "nameless.json"
+    for field in ("agent", "pool"):
+        nameless.write_text(json.dumps({**STUDY, field: "", "preregistration": PLAN}))
+        assert main(["preregister", str(nameless), "--out", str(tmp_path / "doc3"), "--planned-n", "10"]) != 0
+        assert f"a registered study names its {field}" in capsys.readouterr().err
 
 
 def test_an_analysed_n_other_than_planned_and_another_exag_version_are_deviations(tmp_path, capsys):
@@ -303,9 +333,9 @@ def test_an_analysed_n_other_than_planned_and_another_exag_version_are_deviation
     study = preregistered(tmp_path)                       # planned 25; the log has another number of participants
     older = dataclasses.replace(study, preregistration=registration(
         study, {**study.preregistration["registered"], "exag_version": "0000000 (an older exag)"}))
-    write_export(study_log(older).events, tmp_path / "export")
+    data = exported(study_log(older), tmp_path / "export")
     capsys.readouterr()
-    assert main(["analyze", "--data", str(tmp_path / "export"), "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
+    assert main(["analyze", *data, "--study", "ctl", "--out", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
     held = json.loads((tmp_path / "report" / "report.json").read_text())["preregistration"]["studies"]["ctl"]
     finished = held["finished"]
@@ -393,8 +423,7 @@ def test_a_consistently_rehashed_plan_fails_against_the_published_registration(t
 
 def test_analyze_registration_reads_the_published_document(tmp_path, capsys):
     study = preregistered(tmp_path)
-    write_export(study_log(study).events, tmp_path / "export")
-    base = ["analyze", "--data", str(tmp_path / "export"), "--study", "ctl"]
+    base = ["analyze", *exported(study_log(study), tmp_path / "export"), "--study", "ctl"]
     assert main(base + ["--out", str(tmp_path / "r1"), "--registration", str(tmp_path / "prereg" / "ctl.json")]) == 0
     assert json.loads((tmp_path / "r1" / "report.json").read_text())["preregistration"]["analysis"] == "preregistered"
     other = tmp_path / "other.json"
@@ -456,3 +485,78 @@ def registration_with(study, **plan):
     from game.preregistration import PLAN_KEYS, registration
     draft = dataclasses.replace(study, preregistration={**{k: study.preregistration[k] for k in PLAN_KEYS}, **plan})
     return registration(draft, study.preregistration["registered"])
+
+
+# --- issue 54: what ran, and every look, signed by the server ---------------------------------------------------
+
+def looked_log(study: StudyConfig, ran: dict | None = None):
+    """study_log with one early look at the outcomes logged, and what the server ran it with (`ran`: edits of the
+    registered facts, as a server that ran something else would log them)."""
+    log = study_log(study)
+    log.events.insert(2, {"type": "outcomes_looked", "time": 2.0, "study": "ctl", "where": "admin export",
+                          "finished": 3, "planned_n": 25})
+    if ran:
+        log.events[1] = {**log.events[1], **ran}
+    return log
+
+
+@pytest.mark.parametrize("ran, named", [
+    ({"exag_version": "0" * 40 + "+changes-000000000000"}, "exag_version"),
+    ({"pool_fingerprint": "f" * 64}, "pool_fingerprint"),
+    ({"agent_fingerprint": "0123456789abcdef"}, "agent_fingerprint"),
+    ({"plugins": {"topk": {"distribution": "exag-topk==0.1", "files": "a" * 64}}}, "plugins"),
+])
+def test_a_study_run_with_other_code_agent_pool_or_plugins_is_never_analysed_as_preregistered(tmp_path, ran, named):
+    study = preregistered(tmp_path)
+    assert analyze(looked_log(study).tables())["preregistration"]["analysis"] == "preregistered"
+    held = analyze(looked_log(study, ran).tables())["preregistration"]       # the server says what it ran
+    assert held["analysis"] == "not preregistered" and named in held["refused"]["ctl"]
+
+
+@pytest.mark.parametrize("edit, why", [
+    ({"looks": None}, "differ from what the server signed"),                    # the early look removed
+    ({"looks": "[]"}, "differ from what the server signed"),
+    ({"ran_with": None}, "differ from what the server signed"),                # what ran, removed
+    ({"signature": None}, "not signed by the server"),
+    ({"signature": "0" * 64}, "differ from what the server signed"),
+])
+def test_an_emptied_look_or_an_edited_record_of_what_ran_is_never_analysed_as_preregistered(tmp_path, edit, why):
+    tables = looked_log(preregistered(tmp_path)).tables()
+    held = analyze(tables)["preregistration"]
+    assert held["analysis"] == "preregistered" and len(held["studies"]["ctl"]["looks"]) == 1
+    held = analyze(tampered(tables, column_edit=edit))["preregistration"]
+    assert held["analysis"] == "not preregistered" and why in held["refused"]["ctl"]
+
+
+def test_a_registered_export_is_verified_with_the_servers_key_only(tmp_path, capsys):
+    log = looked_log(preregistered(tmp_path))
+    unkeyed = dataclasses.replace(log.tables(), server_key=None)
+    assert "server's key" in analyze(unkeyed)["preregistration"]["refused"]["ctl"]
+    other = dataclasses.replace(log.tables(), server_key=b"another server")
+    assert "differ from what the server signed" in analyze(other)["preregistration"]["refused"]["ctl"]
+    data = exported(log, tmp_path / "export")
+    assert main(["analyze", *data[:2], "--study", "ctl", "--out", str(tmp_path / "r1")]) == 0     # no key given
+    assert json.loads((tmp_path / "r1" / "report.json").read_text())["preregistration"]["analysis"] == \
+        "not preregistered"
+    assert main(["analyze", *data, "--study", "ctl", "--out", str(tmp_path / "r2")]) == 0
+    assert json.loads((tmp_path / "r2" / "report.json").read_text())["preregistration"]["analysis"] == "preregistered"
+    assert main(["analyze", *data[:2], "--server-key", str(tmp_path / "none.key"), "--study", "ctl",
+                 "--out", str(tmp_path / "r3")]) != 0
+    assert "no server key" in capsys.readouterr().err
+
+
+def test_a_study_that_names_a_plugin_registers_its_distribution_and_files(tmp_path, monkeypatch):
+    from game.fingerprints import files_fingerprint, plugin_fingerprints
+    package = tmp_path / "exag_fp_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "explainer.py").write_text((REPO / "examples" / "explainer_plugin" / "exag_topk" / "explainer.py")
+                                          .read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("EXAG_EXPLAINERS", "exag_fp_plugin.explainer:TopKExplainer")
+    name = "exag_fp_plugin.explainer:TopKExplainer"
+    found = plugin_fingerprints([name, "attention"])          # built-ins are the exag version's
+    assert list(found) == [name] and found[name]["files"] == files_fingerprint(package)
+    before = found[name]["files"]
+    (package / "explainer.py").write_text((package / "explainer.py").read_text() + "\n# edited\n")
+    assert plugin_fingerprints([name])[name]["files"] != before
