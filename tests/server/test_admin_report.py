@@ -144,10 +144,10 @@ GATED = {"study_id": "gated", "kind": "controlled", "arms": ["none", "attention"
 
 
 @pytest.fixture(scope="module")
-def registered(app, tmp_path_factory):
-    """A pre-registered study whose outcomes open once 1 participant has finished."""
+def registered(app, tmp_path_factory, tiny_agent_dir, agent_world):
+    """A pre-registered study whose outcomes open once 1 participant has finished (on the server's agent and pool)."""
     path = tmp_path_factory.mktemp("gated") / "gated.json"
-    path.write_text(json.dumps(GATED))
+    path.write_text(json.dumps({**GATED, "agent": str(tiny_agent_dir), "pool": str(agent_world)}))
     preregister(path, path.with_name("plan"), planned_n=1, warn=lambda message: None)
     created = app.test_client().post("/admin/studies?token=test-admin", data={"config": path.read_text()})
     assert created.status_code == 302

@@ -3,21 +3,31 @@ report show none before the planned N). Each export logs it, with how many parti
 analysis lists every look, those before the planned N as deviations."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
 
 import pandas as pd
+import pytest
 from cli import exag
 
 from experiments.analysis.data import Tables
 from experiments.analysis.report import analyze
 from game.export import tables
+from server.server_key import server_key
 
 PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
         "stopping_rule": "Stop when 30 participants have finished.", "exclusions": []}
 STUDY = {"study_id": "looked", "kind": "controlled", "arms": ["none", "attention"], "sessions": 4,
          "games_per_session": 1, "completion_code": "LOOKED", "preregistration": PLAN}
+
+
+@pytest.fixture(autouse=True)
+def registrable(monkeypatch, tiny_agent_dir, agent_world):
+    """A registered study names its agent and pool: those the test server runs."""
+    monkeypatch.setitem(STUDY, "agent", str(tiny_agent_dir))
+    monkeypatch.setitem(STUDY, "pool", str(agent_world))
 
 
 def test_an_export_of_a_registered_study_is_a_logged_look_listed_by_the_analysis(app, tmp_path):
@@ -36,9 +46,17 @@ def test_an_export_of_a_registered_study_is_a_logged_look_listed_by_the_analysis
     assert [(e["study"], e["where"], e["finished"], e["planned_n"]) for e in looks] == [("looked", "admin export", 0, 30)]
     with zipfile.ZipFile(io.BytesIO(exported.data)) as archive:       # the export holds its own look
         studies = pd.read_csv(archive.open("studies.csv"))
-    assert json.loads(studies.set_index("study").loc["looked", "looks"])[-1]["where"] == "admin export"
+    row = studies.set_index("study").loc["looked"]
+    assert json.loads(row["looks"])[-1]["where"] == "admin export"
+    registered = json.loads(row["preregistration"])["registered"]
+    assert json.loads(row["ran_with"]) == [registered]                   # what ran is what was registered ...
+    assert isinstance(row["signature"], str) and len(row["signature"]) == 64     # ... signed by the server
+    key = server_key(store.redis)
+    assert (app.extensions["exag"].config.data_dir / "server.key").read_bytes().strip() == key
 
-    report = analyze(Tables.from_frames(tables(store.events()), "the server's log"))
+    report = analyze(dataclasses.replace(Tables.from_frames(tables(store.events(), key), "the server's log"),
+                                         server_key=key))
+    assert report["preregistration"]["analysis"] == "preregistered"
     held = report["preregistration"]["studies"]["looked"]
     assert [look["where"] for look in held["looks"]] == ["admin export"]
     assert any("exported 1 time(s) before the planned 30 participants had finished" in d for d in held["deviations"])

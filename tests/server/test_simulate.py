@@ -140,7 +140,7 @@ def test_cli_errors_are_clear(tmp_path, capsys, monkeypatch):
         assert said in capsys.readouterr().err, argv
 
 
-def test_a_registered_study_with_checks_dry_runs_as_it_is(tmp_path):
+def test_a_registered_study_with_checks_dry_runs_as_it_is(tmp_path, tiny_agent_dir, agent_world):
     """The documented dry run is the study file itself: the checks simulated players cannot take are left out, and
     with them the pre-registration (its hash covers the checks), and the run says so."""
     from cli import REPO, exag
@@ -149,7 +149,8 @@ def test_a_registered_study_with_checks_dry_runs_as_it_is(tmp_path):
     from game.study import load_study
 
     path = tmp_path / "reviewed.json"
-    path.write_text((REPO / "studies" / "reviewed-controlled.json.example").read_text())
+    config = json.loads((REPO / "studies" / "reviewed-controlled.json.example").read_text())
+    path.write_text(json.dumps({**config, "agent": str(tiny_agent_dir), "pool": str(agent_world)}))  # made here
     assert exag("preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "40").returncode == 0
     study = load_study(path)
     dry, said = as_dry_run(study)

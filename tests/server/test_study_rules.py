@@ -22,10 +22,11 @@ PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall"
 STUDY = {"study_id": "prereg", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
 
 
-def registered(config: dict, plan: dict) -> dict:
-    """The config as `exag preregister` leaves it: the plan, what it registered, and the hash of its document."""
+def registered(config: dict, plan: dict, facts: dict | None = None) -> dict:
+    """The config as `exag preregister` leaves it: the plan, what it registered (`facts`: none here unless given,
+    so the rules are what is tested) and the hash of its document."""
     draft = StudyConfig.from_dict({**config, "preregistration": plan})
-    return {**config, "preregistration": registration(draft, {"exag_version": "test", "agent_fingerprint": None})}
+    return {**config, "preregistration": registration(draft, facts or {})}
 
 
 def create(app, config: dict):
@@ -195,3 +196,22 @@ def test_a_registered_studys_outcomes_are_hidden_from_the_console_until_its_plan
     study = StudyConfig.from_dict(config)
     assert outcomes_hidden(study, 19) and outcomes_hidden(study, 20) is None           # shown once 20 have finished
     assert outcomes_hidden(StudyConfig.from_dict({**STUDY, "study_id": "free"}), 0) is None   # not registered
+
+
+def test_a_server_refuses_a_registered_study_it_would_run_with_another_pool_agent_or_plugin(app, tiny_agent_dir,
+                                                                                      agent_world):
+    from game.fingerprints import ran_with
+    from vqa_agent.checkpoints import checkpoint_fingerprint
+
+    config = {**STUDY, "study_id": "ran", "agent": str(tiny_agent_dir), "pool": str(agent_world)}
+    facts = ran_with(StudyConfig.from_dict(config), checkpoint_fingerprint(tiny_agent_dir))
+    for field, value, said in (("pool_fingerprint", "f" * 64, "pre-registered with other pool_fingerprint"),
+                               ("agent_fingerprint", "0123456789abcdef", "is not the one pre-registered"),
+                               ("plugins", {"topk": {"distribution": "exag-topk==0.1", "files": "a" * 64}},
+                                "pre-registered with other plugins")):
+        refused = create(app, registered(config, PLAN, {**facts, field: value}))
+        assert refused.status_code == 400 and said in message(refused)
+    assert create(app, registered(config, PLAN, facts)).status_code == 302
+    store = app.extensions["exag"].store
+    logged = [e for e in store.events() if e["type"] == "study_ran_with" and e["study"] == "ran"]
+    assert len(logged) == 1 and {k: logged[0][k] for k in facts} == facts
