@@ -43,8 +43,9 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
      "participant x block (win rate per block, random intercept, block and carryover terms; each slot's first "
      "holder; wild cluster bootstrap over units of randomization)", "win_rate", CROSSOVER_SCENARIOS),
     (r"controlled\.total_effect\.p_value", "total_effect", EFFECT,
-     "participant (mean over blocks of the block's win rate less everyone's there; each slot's first holder; arms "
-     "re-drawn, studentized)", "win_rate", CONTROLLED_SCENARIOS),
+     "participant (mean over blocks of the block's win rate less everyone's there; each slot's first holder; "
+     "Welch standard error, t with the smaller group's units less one degrees of freedom)", "win_rate",
+     CONTROLLED_SCENARIOS),
     (r"controlled\.order\.carryover_check\.p_value", "order.carryover_check", ASSOCIATION,
      "unit of randomization (jackknife of crossover minus first-period estimate)", "difference", CROSSOVER_SCENARIOS),
     (r"controlled\.table1\.([^.]+)\.p_value", r"table1.\1.z_test", ASSOCIATION, GAME_UNIT, None,
