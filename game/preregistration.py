@@ -79,9 +79,9 @@ PRIMARY = {
     "at-will": {
         "explanations_used": "win rate of games that used explanations vs games that did not; participant-clustered "
                              "test (an association: players choose when to buy; no longer registrable)",
-        "offer": "the randomized offer's intention-to-treat effect: each participant's win rate in games that offered "
-                 "explanations minus games that did not (paired sign-flip test over participants); needs "
-                 "\"offer\": \"randomized\"",
+        "offer": "the randomized offer's intention-to-treat effect per game: the win on the offer within participants "
+                 "(a fixed effect per participant), adjusted for the set's difficulty; p-value from re-drawing each "
+                 "participant's offered games among their own games (exact); needs \"offer\": \"randomized\"",
         "offer_iv": "the effect of using explanations with the randomized offer as instrument (the intention-to-treat "
                     "difference over the difference in use; its test is the intention-to-treat one); needs "
                     "\"offer\": \"randomized\"",

@@ -63,6 +63,8 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
      CONTROLLED_SCENARIOS),
     (r"flow\.studies\.([^.]+)\.attrition_test\.p_value", r"flow.\1.attrition", ASSOCIATION,
      "participant (finished or not, by arm: who left, not why; Fisher's exact or chi-square)", None, ()),
+    (r"flow\.studies\.([^.]+)\.attrition_explanations\.p_value", r"flow.\1.attrition_explanations", ASSOCIATION,
+     "participant (dropped or finished, explanation arms vs the others; Fisher's exact)", None, ()),
     (r"controlled\.control_group\.p_value", "control_group.z_test", ASSOCIATION, GAME_UNIT, "difference",
      CONTROLLED_SCENARIOS),
     (r"controlled\.control_group\.p_value_clustered", "control_group.paired", ASSOCIATION,
@@ -88,6 +90,9 @@ RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
      "game within participant (participant fixed effects; offers re-drawn within each participant)",
      "win_rate",
      OFFER_SCENARIOS),
+    (r"at_will\.offer\.exclusion_check\.p_value", "at_will.offer.exclusion_check", ASSOCIATION,
+     "game within participant, participants who never bought when offered (offers re-drawn within each)",
+     "difference", OFFER_SCENARIOS),
     (r"at_will\.offer\.iv\.p_value", "at_will.offer_iv", EFFECT,
      "game within participant (the offer as instrument for use: intention to treat over the uptake)", "win_rate",
      OFFER_SCENARIOS),
@@ -145,15 +150,17 @@ ESTIMANDS: list[tuple[str, str, tuple[str, ...]]] = [
      "and those who started without, each randomized participant (a slot's first holder) weighing the same (no "
      "later block: carryover cannot enter)",
      ("the order was randomized (the design)", "dropout within block 1 unrelated to the outcome")),
-    (r"at_will\.offer", "the effect of being offered explanations on a game's win rate (intention to treat), within "
-     "participant, each offered game against that participant's games without the offer",
+    (r"at_will\.offer", "the effect of being offered explanations on a game's win rate (intention to treat), per "
+     "game: each participant's offered games against their own games without the offer, the set's difficulty taken "
+     "out, participants weighing by their games (a per-game average, not a per-player one)",
      ("offers randomized game by game (the design)", "no spillover: an offer in one game does not change the "
       "participant's other games")),
     (r"at_will\.offer_iv", "the effect of using explanations in the games where the offer changed whether they "
      "were used (a complier average, per game): the offer's effect over the uptake",
      ("exclusion restriction: being offered changes play only through using the explanations. The page differs "
       "between offered and not-offered games (the button), so the offer's own effect cannot be ruled out: read "
-      "at_will.offer beside it", "monotonicity: nobody uses explanations without the offer (the page gives no way)",
+      "at_will.offer beside it, and at_will.offer.exclusion_check (offered vs not-offered games of those who never "
+      "bought)", "monotonicity: nobody uses explanations without the offer (the page gives no way)",
       "uptake above zero")),
 ]
 ASSOCIATION_ESTIMAND = "none: an association (nothing in it was randomized), not an effect of explanations"

@@ -44,6 +44,9 @@ study_flow = {
   "adds_up": bool,                      # every row: joined and finished split as above
   "attrition_test": {"p_value": float|None, "test": str, "statistic"?: float, "dof"?: int,
                      "table": {arm: {"finished": int, "not_finished": int}}, "note"?: str},
+  "attrition_explanations": {"p_value", "test", "table": {"explanations"|"none": {"dropped", "finished"}},
+                             "statistic"?, "dropped_share"?, "note"?},       # attrition.py
+  "attrition_by_last_block"?: {"definition", "counts": {"explanations"|"none": {kind_outcome: int}}},  # controlled
   "bounds": {"controlled"?: bounds, "at_will"?: bounds} | {"missing": str},
   "flags_by_arm": {"applied": [flag], "arms": {arm: {"participants": int, "flags": {flag: int}}}},
   "repeat_participation": {"several_sessions": int, "shared_browser": int},   # participants raising each (note too)
@@ -56,7 +59,7 @@ study_flow = {
 row = {"arm": str, "order": "abab" | "baba" | None, "joined": int, "not_consented": int,
        "screened_out": int, "screened_out_by": {check: int},
        "dropped": int, "dropped_before_any_game": int, "dropped_after_block": {"1": int, ...},
-       "dropped_block_unknown": int,
+       "dropped_block_unknown": int, "dropped_excluded": int,   # dropouts who raised a flag their rules exclude
        "finished": int, "excluded": int, "excluded_by": {flag: int}, "finished_without_analysed_games": int,
        "analysed": int, "dropped_analysed": int, "refilled_slots": int, "arm_chosen_by_link": int}
 bounds = {"lower": float|None, "upper": float|None, "observed": float|None, "measure": str,
@@ -78,6 +81,7 @@ from game.quality import FLAGS, REPEAT_FLAGS
 from game.study import arm_modes
 
 from .data import Tables
+from .attrition import attrition_by_block, explanations_vs_control
 from .frames import AT_WILL, CONTROLLED, Frames, paper_order, sham
 
 ALL = "all"                        # the total row's arm
@@ -273,6 +277,8 @@ def _study_flow(people: pd.DataFrame, games: pd.DataFrame, configs: dict, kinds:
     return {"kind": next(iter(of_kind)) if len(of_kind) == 1 else None,
             "rows": rows, "total": total, "adds_up": all(_adds_up(r) for r in [*rows, total]),
             "attrition_test": attrition_test(randomized), "bounds": bounds,
+            "attrition_explanations": explanations_vs_control(randomized),
+            **({"attrition_by_last_block": attrition_by_block(randomized, games)} if CONTROLLED in of_kind else {}),
             "repeat_participation": repeated,
             "flags_by_arm": _flags_by_arm(people, arms, {f for s in people["study"].unique()
                                                           for f in _rules_of(s, rules, exclusions)}),
@@ -295,6 +301,7 @@ def _row(group: pd.DataFrame, arm: str, order: str | None) -> dict:
         "dropped_before_any_game": int((~dropped["played"]).sum()),
         "dropped_after_block": {str(int(b)): int(n) for b, n in blocks.dropna().value_counts().sort_index().items()},
         "dropped_block_unknown": int(blocks.isna().sum()),
+        "dropped_excluded": int(dropped["applied"].map(bool).sum()),
         "finished": len(finished),
         "excluded": len(excluded),
         "excluded_by": _counts(f for flags in excluded["applied"] for f in flags),

@@ -339,8 +339,10 @@ def _flow_section(flow) -> str:
     def row(r: dict) -> list[str]:
         after = "; ".join(f"after block {_e(b)}: {_e(n)}" for b, n in (r.get("dropped_after_block") or {}).items())
         before, unknown = r.get("dropped_before_any_game"), r.get("dropped_block_unknown")
+        flagged = r.get("dropped_excluded")
         where = [f"before any game: {_e(before)}" if before else "", after,
-                 f"block unknown: {_e(unknown)}" if unknown else ""]
+                 f"block unknown: {_e(unknown)}" if unknown else "",
+                 f"excluded by the rules: {_e(flagged)}" if flagged else ""]
         linked = r.get("arm_chosen_by_link") or 0
         arm = f"<b>{_e(r.get('arm'))}</b>" if r.get("arm") == "all" else _e(r.get("arm"))
         return [arm, _e(r.get("order") or DASH), _e(r.get("joined")), _e(r.get("not_consented")),
@@ -372,6 +374,21 @@ def _flow_section(flow) -> str:
         result = _p_is(t.get("p_value")) if t.get("p_value") is not None else "no test"
         return (f"Differential attrition: finished by arm {table or DASH}; {result}{_note(t.get('note'))}"
                 f'<br><span class="muted small">{_e(t.get("test"))}</span>')
+
+    def where_it_bites(f: dict) -> str:
+        test, by_block = f.get("attrition_explanations") or {}, f.get("attrition_by_last_block") or {}
+        table = "; ".join(f"{_e(g)} {_e(c.get('dropped'))} of {_e(c.get('dropped', 0) + c.get('finished', 0))} left"
+                          for g, c in (test.get("table") or {}).items())
+        result = _p_is(test.get("p_value")) if test.get("p_value") is not None else "no test"
+        text = (f"Leaving, explanation arms vs the arms without: {table or DASH}; {result}{_note(test.get('note'))}"
+                f'<br><span class="muted small">{_e(test.get("test"))}</span>')
+        counts = by_block.get("counts") or {}
+        if any(any(c.values()) for c in counts.values()):
+            kinds = list(next(iter(counts.values())))
+            text += _table(["group", *(k.replace("_", " ") for k in kinds)],
+                           [[_e(g), *(_e(c.get(k, 0)) for k in kinds)] for g, c in counts.items()])
+            text += f'<span class="muted small">{_e(by_block.get("definition"))}</span>'
+        return text
 
     def flags(f: dict) -> str:
         arms = (f or {}).get("arms") or {}
@@ -416,6 +433,7 @@ def _flow_section(flow) -> str:
         out += [f"<h4>{_e(title)}{adds}</h4>",
                 _table(headers, [row(r) for r in [*(f.get("rows") or []), f.get("total") or {}] if r], 2),
                 f'<p class="small">{attrition(f.get("attrition_test"))}</p>',
+                f'<div class="small">{where_it_bites(f)}</div>',
                 f'<p class="small">{bounds(f.get("bounds"))}</p>',
                 '<p class="small">Quality flags by arm (every participant who joined):</p>'
                 + flags(f.get("flags_by_arm")),

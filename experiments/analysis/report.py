@@ -341,8 +341,8 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
               "methods": methods(frames, exclusions), "notes": list(dict.fromkeys(notes)), "studies": per_study}
     report["quality"]["removed_by_flag"] = exclusions["removed"]
     # the flow's differential-attrition tests are tests too (printed in the flow table, listed here)
-    attrition = {s: {"attrition_test": f["attrition_test"]} for s, f in (report["flow"].get("studies") or {}).items()
-                 if isinstance(f, dict) and isinstance(f.get("attrition_test"), dict)}
+    attrition = {s: {k: f[k] for k in ("attrition_test", "attrition_explanations") if isinstance(f.get(k), dict)}
+                 for s, f in (report["flow"].get("studies") or {}).items() if isinstance(f, dict)}
     report["tests"] = report.get("tests", []) + listed_tests({"flow": {"studies": attrition}})
     report.update(held_to(tables, plans, analysis, exclusions, per_study, _guarded, report["notes"], refused))
     for study in study_ids:

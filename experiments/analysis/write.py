@@ -463,6 +463,10 @@ def _flow_lines(flow: dict) -> list[str]:
         if t.get("arm_chosen_by_link"):
             line += f", {t['arm_chosen_by_link']} arms chosen by link (not randomized)"
         line += f"; attrition by arm {_printed_p(test.get('p_value'))}"
+        split = f.get("attrition_explanations") or {}
+        if split.get("table"):
+            line += (f", explanation arms vs the others ({split['table']['explanations']['dropped']} vs "
+                     f"{split['table']['none']['dropped']} left) {_printed_p(split.get('p_value'))}")
         for kind, b in (f.get("bounds") or {}).items():
             if isinstance(b, dict) and b.get("lower") is not None:
                 values = [b["lower"], b["upper"], b.get("observed")]

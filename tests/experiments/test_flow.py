@@ -364,3 +364,31 @@ def test_the_attrition_test_is_listed_among_the_reports_tests():
     assert attrition["claim"] == "association" and "by arm" in attrition["unit"]
     assert attrition["p_value"] == pytest.approx(report["flow"]["studies"]["flow"]["attrition_test"]["p_value"])
     assert "flow.free.attrition" in listed and listed["flow.free.attrition"]["p_value"] is None   # one arm: none
+
+
+def test_leaving_after_a_lost_block_with_explanations_is_shown_where_it_bites():
+    """Issue 54: 9 dropouts in the explanation arms against 0 in control gave p = 0.35 over four arms, and a
+    re-dealt slot made every arm finish. Now: leaving, explanation arms vs the others, and after which block."""
+    log = Log()
+    config = StudyConfig("bites", arms=("none", "attention"), sessions=4, games_per_session=2)
+    log.study(config)
+    for i in range(8):                            # eight left after losing their first block with explanations
+        log.join("bites", f"left{i}", "attention", "baba", slot=i)
+        log.games("bites", f"left{i}", "attention", "baba", [False, False])
+        log.join("bites", f"refill{i}", "attention", "baba", slot=i, refilled=i)      # the slot dealt again
+        log.games("bites", f"refill{i}", "attention", "baba", [True] * 8)
+        log.finish("bites", f"refill{i}")
+    for i in range(10):
+        log.join("bites", f"control{i}", "none", "abab", slot=20 + i)
+        log.games("bites", f"control{i}", "none", "abab", [True, False] * 4)
+        log.finish("bites", f"control{i}")
+    tables = Tables.from_frames(export_tables(log.events), "bites")
+    frames, exclusions = build_frames(tables, frozenset())
+    bites = flow(tables, frames, exclusions)["studies"]["bites"]
+    split = bites["attrition_explanations"]
+    assert split["table"] == {"explanations": {"dropped": 8, "finished": 8}, "none": {"dropped": 0, "finished": 10}}
+    assert split["p_value"] < 0.05
+    assert bites["attrition_by_last_block"]["counts"]["explanations"]["with_explanations_lost_most"] == 8
+    report = analyze(tables)
+    assert "flow.bites.attrition_explanations" in {t["name"] for t in report["tests"]}
+    assert "Leaving, explanation arms vs the arms without" in render_html(report, {})
