@@ -159,7 +159,7 @@ def compute_report(redis_url: str, study: str, report: str, token: str) -> None:
     try:
         started = time.perf_counter()
         live_report = _named_function(report)
-        events = list(store.events())
+        events = logged_live_look(store, study)
         # the server's key verifies a registration's signed cells; a report function may take it (the analysis's does)
         keyed = {"server_key": server_key(store.redis)} \
             if "server_key" in inspect.signature(live_report).parameters else {}
@@ -189,6 +189,24 @@ def write_zip(redis_url: str, fmt: str, out: Path) -> None:
             zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in write_export(events, tmp, fmt, key):
             archive.write(path, path.name)
+
+
+LIVE_LOOK = "live report"
+
+
+def logged_live_look(store: Store, study: str) -> list[dict]:
+    """The event log for a live report, after logging the look it is when it will show a registered study's outcomes
+    (its planned N finished: before, the page hides them and is no look). Once per number finished: the look grows
+    the log, which makes the page stale, and its recomputation must not log another."""
+    events = list(store.events())
+    for look in outcome_looks(events, LIVE_LOOK, time.time()):
+        if look["study"] != study or look["planned_n"] is None or look["finished"] < look["planned_n"]:
+            continue
+        if not any(e.get("type") == "outcomes_looked" and e.get("study") == study and e.get("where") == LIVE_LOOK
+                   and e.get("finished") == look["finished"] for e in events):
+            store.log(look)
+            return list(store.events())
+    return events
 
 
 def exported_events(store: Store, where: str) -> list[dict]:

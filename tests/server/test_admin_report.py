@@ -202,7 +202,12 @@ def test_test_participations_never_open_a_registered_studys_outcomes(app, connec
     text = report_page(app, "gated").get_data(as_text=True)
     assert "stay hidden until its planned 1 participants have finished (0 so far)" in text
 
+    assert not [e for e in store.events() if e["type"] == "outcomes_looked" and e["where"] == "live report"]
     finish(connect, "gated", "p-0001")                      # a real participant
     hidden, finished = gate()
     assert hidden is None and finished == 1
     assert "stay hidden" not in report_page(app, "gated").get_data(as_text=True)
+    # the page that shows the outcomes is a look, logged once (its own recomputation logs none)
+    report_page(app, "gated")
+    live = [e for e in store.events() if e["type"] == "outcomes_looked" and e["where"] == "live report"]
+    assert [(e["study"], e["finished"], e["planned_n"]) for e in live] == [("gated", 1, 1)]
