@@ -35,7 +35,8 @@ OUT.json in STUDY's "preregistration" section. The plan is that section, written
     "exclusions": ["fast_games", "no_questions"]
   }}
 
-primary: the confirmatory test, one with claim "effect". Controlled studies: overall, net_of_practice, or one of
+primary: the confirmatory test, one with claim "effect". Controlled studies: overall, net_of_practice, total_effect
+(where learning from explanations is expected: explanation arms vs the others over all blocks), or one of
 the study's arms (its Table 1 effect test); the with-vs-without ones need "order": "counterbalanced". At-will
 studies: offer (the randomized offer's intention-to-treat effect) or offer_iv (the effect of use, the offer as
 instrument), both with "offer": "randomized"; explanations_used and overall_inc_none are associations and cannot

@@ -72,6 +72,10 @@ PRIMARY = {
         "overall_inc_none": "Table 1, row 'overall_inc_none': with-explanation games of the explanation arms against "
                             "every arm's other games; randomization test of the explanation arms (exact under no effect "
                             "on any game only: an association, no longer registrable)",
+        "total_effect": "the total effect of being dealt an arm with explanations, for designs where learning is "
+                        "expected: the win rate over all blocks, explanation arms vs the arms without, each "
+                        "randomized participant's blocks weighing the same (Welch's standard error, the smaller "
+                        "group's degrees of freedom); any order",
         "net_of_practice": "the explanation effect net of practice: each participant's with-block minus other-block "
                            "difference, arms with explanations vs arms without (studentized participant randomization "
                            "test)",
@@ -101,14 +105,15 @@ OFFER_PRIMARIES = ("offer", "offer_iv")
 # The name of each primary's test in the report's list of tests (experiments/analysis/claims.py); an arm's row is
 # "table1.<arm>"
 TEST_NAMES = {"overall": "table1.overall", "overall_inc_none": "table1.overall_inc_none.relabel",
-              "net_of_practice": "net_of_practice", "explanations_used": "at_will.explanations_used",
-              "offer": "at_will.offer", "offer_iv": "at_will.offer_iv"}
-ARM_ROW = "Table 1, row '{arm}': win rate with vs without explanations in that arm; participant-clustered test"
+              "net_of_practice": "net_of_practice", "total_effect": "total_effect",
+              "explanations_used": "at_will.explanations_used", "offer": "at_will.offer", "offer_iv": "at_will.offer_iv"}
+ARM_ROW = ("Table 1, row '{arm}': the participants' average direct effect of that arm's explanations (the crossover "
+           "of 'overall' over this arm's participants, the arms without explanations anchoring the block effects)")
 
 
 # Primary tests that compare a participant's games with and without explanations: a fixed order (abab, baba)
 # plays every participant's with-games later (or earlier) than the others, so practice is in the comparison.
-BETWEEN_ARMS = ("net_of_practice",)
+BETWEEN_ARMS = ("net_of_practice", "total_effect")
 
 
 def test_name(primary: str) -> str:

@@ -255,8 +255,8 @@ def primary_result(primary: str | None, study_report: dict) -> dict:
         found = (section.get("offer") or {}).get("itt" if primary == "offer" else "iv")
         if isinstance(found, dict):
             found = {**found, "offer": primary}
-    elif primary == "net_of_practice":
-        found = section.get("net_of_practice")
+    elif primary in ("net_of_practice", "total_effect"):
+        found = section.get(primary)
     else:
         found = next((r for r in section.get("table1") or [] if r.get("mode") == primary), None)
     return found if isinstance(found, dict) else {"missing": f"the report has no {primary!r} comparison"}
@@ -333,6 +333,10 @@ def describe(result: dict) -> str:
         return (f"win rate using explanations {rate(result['with'])}, never using them "
                 f"{rate(result.get('without'))}; {p(result.get('p_value_clustered'))} (clustered), "
                 f"{result.get('n_participants', 0)} participants")
+    if "dof" in result:                             # the total effect: explanation arms vs the others
+        gain = result.get("win_rate")
+        return (f"total effect of an arm with explanations {'-' if gain is None else f'{100 * gain:+.1f}'} points "
+                f"over all blocks, {p(result.get('p_value'))}, {result.get('n_participants', 0)} participants")
     ratio = result.get("odds_ratio")                # the effect net of practice
     return (f"odds ratio {'-' if ratio is None else f'{ratio:.2f}'}, {p(result.get('p_value'))} "
             f"({result.get('n_clusters', 0)} participants)")

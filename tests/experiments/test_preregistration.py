@@ -16,6 +16,7 @@ from test_analysis import PARTICIPANTS_PER_ARM, SERVER_KEY, WINS_PER_BLOCK, cont
 from exag_cli import main
 from experiments.analysis import analyze
 from experiments.analysis.html import render_html
+from experiments.analysis.preregistered import describe
 from experiments.analysis.write import format_summary
 from game.export import write_export
 from game.preregistration import FORMAT_1, NOT_FROZEN, digest
@@ -560,3 +561,14 @@ def test_a_study_that_names_a_plugin_registers_its_distribution_and_files(tmp_pa
     before = found[name]["files"]
     (package / "explainer.py").write_text((package / "explainer.py").read_text() + "\n# edited\n")
     assert plugin_fingerprints([name])[name]["files"] != before
+
+
+def test_the_total_effect_can_be_registered_under_any_order_and_is_then_the_primary(tmp_path):
+    path = tmp_path / "total.json"
+    path.write_text(json.dumps({**STUDY, "order": "abab", "preregistration": {**PLAN, "primary": "total_effect"}}))
+    assert main(["preregister", str(path), "--out", str(tmp_path / "doc"), "--planned-n", "25"]) == 0
+    report = analyze(study_log(load_study(path)).tables())
+    held = report["preregistration"]["studies"]["ctl"]
+    assert report["preregistration"]["analysis"] == "preregistered" and held["primary"] == "total_effect"
+    assert held["result"]["claim"] == "effect" and "over all blocks" in describe(held["result"])
+    assert [t["name"] for t in report["studies"]["ctl"]["tests"] if t["role"] == "primary"] == ["total_effect"]
