@@ -244,6 +244,21 @@ def table1(controlled, paper: dict | None = None) -> str:
                      f'<br><span class="muted small">{_e(net.get("test"))}</span>')
     elif isinstance(net, dict) and net.get("missing"):
         extra.append(f"Net of practice: {_e(net['missing'])}")
+    overall = next((r.get("effect") for r in (controlled or {}).get("table1") or [] if r.get("mode") == "overall"), None)
+    if isinstance(overall, dict) and overall.get("win_rate") is not None:
+        beside = [f"{name} {_signed((overall.get(key) or {}).get('win_rate'), 1, 100)} pts"
+                  f"{_ci((overall.get(key) or {}).get('win_rate_ci'))}"
+                  for key, name in (("completers", "completers only (the earlier fit)"),
+                                    ("all_holders", "every holder of a re-dealt slot"))
+                  if isinstance(overall.get(key), dict)]
+        if beside:
+            extra.append("Beside the overall effect (sensitivity, no test): " + "; ".join(beside) + ".")
+    total = (controlled or {}).get("total_effect") or {}
+    if isinstance(total, dict) and (total.get("win_rate") is not None or total.get("note")):
+        extra.append(f"Total effect of an arm with explanations (all blocks, explanation arms − the others; what "
+                     f"learning carries into later blocks is in it): {_signed(total.get('win_rate'), 1, 100)} pts"
+                     f"{_ci(total.get('win_rate_ci'))}, {_p_is(total.get('p_value'), EFFECT)}{_note(total.get('note'))}"
+                     f'<br><span class="muted small">{_e(total.get("test"))}</span>')
     order = _order((controlled or {}).get("order"))
     if order:
         extra.append(order)
@@ -298,7 +313,16 @@ def _order(order) -> str:
             f"{_signed(difference.get('abab'), 1, 100)} pts starting without, "
             f"{_signed(difference.get('baba'), 1, 100)} pts starting with, mean {_signed(difference.get('mean_of_orders'), 1, 100)} pts); order effect "
             f"(starting with explanations): {_gee(order.get('order_effect'))}; interaction: "
-            f"{_gee(order.get('interaction'))}." + _first_period(order.get("first_period")))
+            f"{_gee(order.get('interaction'))}." + _first_period(order.get("first_period"))
+            + _carryover_check(order.get("carryover_check")))
+
+
+def _carryover_check(check) -> str:
+    """The crossover estimate minus the first-period one (controlled.carryover_check): an association."""
+    if not isinstance(check, dict) or (check.get("difference") is None and not check.get("note")):
+        return ""
+    return (f" Crossover minus block-1 estimate (does a block leave something the carryover term misses?): "
+            f"{_signed(check.get('difference'), 1, 100)} pts, {_p_is(check.get('p_value'))}{_note(check.get('note'))}.")
 
 
 def _first_period(first) -> str:

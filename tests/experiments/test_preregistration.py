@@ -572,3 +572,4 @@ def test_the_total_effect_can_be_registered_under_any_order_and_is_then_the_prim
     assert report["preregistration"]["analysis"] == "preregistered" and held["primary"] == "total_effect"
     assert held["result"]["claim"] == "effect" and "over all blocks" in describe(held["result"])
     assert [t["name"] for t in report["studies"]["ctl"]["tests"] if t["role"] == "primary"] == ["total_effect"]
+    assert "Total effect of an arm with explanations" in render_html(report, {})
