@@ -14,7 +14,7 @@ One object per p-value in the sections:
   pooled game-level comparisons (practice and dropout leak into them), comparisons of games by what the
   player chose (at-will use of explanations) or rated (Figs. 7-9), trends over play.
 - `calibrated_under`: the simulated null scenarios of `python -m experiments.benchmark.null_calibration` in
-  which the test was run (empty: not calibrated by simulation; read it as an association).
+  which the test is offered (its design and order; empty: not calibrated by simulation; read it as an association).
 
 A p-value no rule below names still gets an entry (its path as its name, claim "association"), so nothing
 printed goes unlisted.
