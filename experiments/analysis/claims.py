@@ -41,7 +41,8 @@ PARTICIPANT_UNIT = "participant"
 RULES: list[tuple[str, str, str, str, str | None, tuple[str, ...]]] = [
     (r"controlled\.table1\.([^.]+)\.effect\.p_value", r"table1.\1", EFFECT,
      "participant x block (win rate per block, random intercept, block and carryover terms; each slot's first "
-     "holder; wild cluster bootstrap over units of randomization)", "win_rate", CROSSOVER_SCENARIOS),
+     "holder; CR2 errors over units of randomization, Bell-McCaffrey degrees of freedom)", "win_rate",
+     CROSSOVER_SCENARIOS),
     (r"controlled\.total_effect\.p_value", "total_effect", EFFECT,
      "participant (mean over blocks of the block's win rate less everyone's there; each slot's first holder; "
      "Welch standard error, t with the smaller group's units less one degrees of freedom)", "win_rate",

@@ -92,7 +92,8 @@ CROSSOVER = ("the participants' average effect of showing explanations as the co
              "weighs the same) on showing explanations, one intercept per block (practice) and a carryover term (the "
              "blocks after the participant's first block with explanations: what a block leaves behind, such as "
              "learning about the agent), over this row's participants and those of the arms without explanations, "
-             "who anchor the block effects; each unit of randomization counted by its first holder (intention to "
+             "who anchor the block effects, fitted by feasible GLS and tested with CR2 errors and Bell-McCaffrey "
+             "degrees of freedom; each unit of randomization counted by its first holder (intention to "
              "treat: a re-dealt slot's later holders are the all_holders sensitivity row), participants who left "
              "kept with the blocks they played (valid when leaving depends on blocks already played); the "
              "completers-only fit is beside it (random_intercept.py)")

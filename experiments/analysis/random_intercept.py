@@ -1,5 +1,6 @@
 """The participants' average effect from a crossover with dropouts: a random-intercept model of each participant's
-win rate per block, fitted by feasible GLS, tested by the wild cluster bootstrap (wild_bootstrap.py).
+win rate per block, fitted by feasible GLS, tested with CR2 errors and Bell-McCaffrey degrees of freedom
+(small_sample.py).
 
     result = random_intercept_test(cells, ["shows", "after_explanations"], "shows")
 
@@ -13,16 +14,18 @@ experiments/benchmark/null_calibration.py):
   participant with one block, and with them the ones who left after a bad first block.
 - GLS with estimated variance components is OLS on quasi-demeaned data (y - theta_i * mean_i(y), theta_i = 1 -
   sqrt(s_e^2 / (s_e^2 + T_i s_a^2)), T_i the participant's blocks): the Swamy-Arora estimator, whose variance
-  components come from the within (fixed effects) and the pooled residuals. The test of the coefficient is the wild
-  cluster bootstrap on the transformed data, participants as clusters, which keeps its level at 12 and 16
-  participants (Webb's six-point weights measured no better than Rademacher's there).
+  components come from the within (fixed effects) and the pooled residuals. The test of the coefficient is CR2 on the
+  transformed data, units of randomization as clusters, with Bell-McCaffrey degrees of freedom: it keeps its level
+  at 12 and 16 participants, where the wild cluster bootstrap (Rademacher or Webb weights) ran at 6.5-7.2%
+  (small_sample.py).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .wild_bootstrap import WildTest, wild_cluster_test
+from .small_sample import cr2_test
+from .wild_bootstrap import WildTest
 
 
 def block_cells(games: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -41,7 +44,7 @@ def random_intercept_test(cells: pd.DataFrame, columns: list[str], term: str, ou
     """Tests `term` (one of `columns`) = 0 in outcome ~ columns + one intercept per level of each of `fixed` +
     participant random intercept, over `cells` (block_cells); a sentence when no test is possible."""
     transformed_y, transformed_X = _transformed(cells, columns, outcome, fixed)
-    return wild_cluster_test(transformed_y, transformed_X, cells["unit"].to_numpy(), columns.index(term))
+    return cr2_test(transformed_y, transformed_X, cells["unit"].to_numpy(), columns.index(term))
 
 
 def random_intercept_estimate(cells: pd.DataFrame, columns: list[str], term: str, outcome: str = "won",

@@ -95,3 +95,29 @@ def test_the_carryover_check_is_an_association_beside_the_first_period():
     assert tests["order.first_period"]["claim"] == "effect"
     assert "carryover" in " ".join(tests["table1.overall"]["assumptions"])
     assert "total effect" in tests["total_effect"]["estimand"]
+
+
+def test_cr2_agrees_with_the_sandwich_when_participants_are_many_and_refuses_when_few():
+    from experiments.analysis.small_sample import cr2_test
+    from experiments.analysis.wild_bootstrap import wild_cluster_test
+    rng = np.random.default_rng(0)
+    clusters = np.repeat(np.arange(200), 4)
+    x = rng.integers(0, 2, len(clusters)).astype(float)
+    y = 0.3 * x + rng.normal(0, 1, 200)[clusters] + rng.normal(0, 1, len(clusters))
+    X = np.column_stack([x, np.ones_like(x)])
+    many = cr2_test(y, X, clusters, 0)
+    sandwich = wild_cluster_test(y, X, clusters, 0)        # CR1 and a t with G - 1 df at this size
+    assert many.estimate == pytest.approx(sandwich.estimate)
+    assert many.se == pytest.approx(sandwich.se, rel=0.05) and many.p_value < 1e-3 and "Bell-McCaffrey" in many.method
+    assert isinstance(cr2_test(y[:12], X[:12], clusters[:12], 0), str)          # 3 participants: no test
+
+
+def test_cr2_degrees_of_freedom_shrink_with_few_unbalanced_participants():
+    from experiments.analysis.small_sample import cr2_test
+    rng = np.random.default_rng(1)
+    clusters = np.repeat(np.arange(8), 4)
+    treated = (clusters < 2).astype(float)                 # 2 treated participants of 8: few informative clusters
+    y = rng.normal(0, 1, len(clusters))
+    tested = cr2_test(y, np.column_stack([treated, np.ones_like(y)]), clusters, 0)
+    dof = float(tested.method.split("(")[-1].rstrip(")"))
+    assert 1 <= dof < 7                                    # well under G - 1 = 7
