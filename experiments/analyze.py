@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             raise AnalysisError("pass --study ID (repeatable) or --all-studies, not both")
         tables = load_tables(args.redis_url or args.data, studies=args.study or None)
         if args.server_key is not None:
-            from server.server_key import read_key_file
+            from game.export_signature import read_key_file
             tables = dataclasses.replace(tables, server_key=read_key_file(args.server_key))
         studies = tables.study_ids()
         if not args.study and not args.all_studies and len(studies) > 1:

@@ -100,7 +100,7 @@ def neutralise_formula(value):
 def tables(events: Iterable[dict], server_key: bytes | None = None) -> dict[str, pd.DataFrame]:
     """The tidy tables. An event that cannot be tabulated (a missing or malformed field) costs only its
     own row: it is listed in the `problems` table, and events.jsonl keeps it whole. `server_key` (a server's
-    export: server/server_key.py) signs each registered study's looks and ran_with (game/export_signature.py)."""
+    export: game/export_signature.py server_key) signs each registered study's looks and ran_with."""
     games: dict[str, dict] = {}
     rounds: dict[tuple[str, int], dict] = {}
     ratings, explanations, participants, rater, problems = [], [], {}, [], []
@@ -247,6 +247,21 @@ def outcome_looks(events: Iterable[dict], where: str, now: float) -> list[dict]:
             finished[e.get("study")] = finished.get(e.get("study"), 0) + 1
     return [{"type": "outcomes_looked", "time": now, "study": study, "where": where, "finished": finished.get(study, 0),
              "planned_n": planned} for study, planned in registered.items()]
+
+
+LIVE_LOOK = "live report"
+
+
+def live_look(events: list[dict], study: str, now: float) -> dict | None:
+    """The `outcomes_looked` event a live report of `study` is, or None: a look when the page shows a registered
+    study's outcomes (its planned N finished: before, it hides them), once per number finished (the look grows the
+    log, which makes the page stale, and its recomputation must not log another)."""
+    for look in outcome_looks(events, LIVE_LOOK, now):
+        if look["study"] == study and look["planned_n"] is not None and look["finished"] >= look["planned_n"] and \
+                not any(e.get("type") == "outcomes_looked" and e.get("study") == study and e.get("where") == LIVE_LOOK
+                        and e.get("finished") == look["finished"] for e in events):
+            return look
+    return None
 
 
 def _check_result(row: dict, e: dict) -> None:

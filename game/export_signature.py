@@ -5,17 +5,48 @@ early look, and editing `ran_with` hid another agent, pool, plugin or code versi
     row["signature"] = sign(key, row)          # game/export.py, on a server (it holds the key)
     why = failure(key, row)                    # experiments/analysis/preregistered.py: None when it verifies
 
-The key is the server's own (server/server_key.py: kept in its Redis, and in DATA_DIR/server.key for analysing
-an export file: `exag analyze --server-key data/server/server.key`). An HMAC-SHA256: anyone with the key can sign,
-so the key stays with whoever runs the server, never in an export.
+The key is the server's own (`server_key`: made once and kept in its Redis, which every web process and `exag
+export` read, and written to DATA_DIR/server.key, readable by its owner only, for analysing an export file: `exag
+analyze --server-key data/server/server.key`). An HMAC-SHA256: anyone with the key can sign, so the key stays
+with whoever runs the server, never in an export.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import os
+import secrets
+from pathlib import Path
 
 SIGNED = ("study", "preregistration_sha256", "looks", "ran_with")     # the cells of the studies row it covers
+REDIS_KEY, FILE_NAME = "exag:server-key", "server.key"
+
+
+def server_key(redis) -> bytes:
+    """The server's key, kept in its Redis (the first process to ask makes it)."""
+    redis.set(REDIS_KEY, secrets.token_hex(32), nx=True)
+    value = redis.get(REDIS_KEY)
+    return (value.decode() if isinstance(value, bytes) else value).encode()
+
+
+def write_key_file(data_dir: Path, key: bytes) -> Path:
+    """DATA_DIR/server.key with the key, mode 0600, unless it holds it already."""
+    path = Path(data_dir) / FILE_NAME
+    if not (path.is_file() and path.read_bytes().strip() == key):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(key + b"\n")
+    return path
+
+
+def read_key_file(path: Path) -> bytes:
+    """The key in a server.key file (or the one in a server data directory). ValueError when there is none."""
+    path = Path(path) / FILE_NAME if Path(path).is_dir() else Path(path)
+    key = path.read_bytes().strip() if path.is_file() else b""
+    if not key:
+        raise ValueError(f"no server key at {path}: pass the server's DATA_DIR/server.key")
+    return key
 
 
 def _cells(row: dict) -> bytes:

@@ -116,3 +116,20 @@ def ran_with(study, agent_fingerprint: str | None) -> dict:
     return {"exag_version": exag_version(), "agent_fingerprint": agent_fingerprint,
             "pool_fingerprint": pool_fingerprint(study.pool) if study.pool else None,
             "plugins": plugin_fingerprints(shown_explainers(study))}
+
+
+def registered_run(study, agent: str) -> dict | None:
+    """What a server runs a pre-registered study with (`ran_with`; `agent`: the checkpoint it plays, the study's or
+    the server's), for its event log; ValueError, one line, when that is not what was registered. None for a study
+    not registered."""
+    from vqa_agent.checkpoints import checkpoint_fingerprint
+
+    from . import preregistration
+    if not preregistration.registered(study):
+        return None
+    try:
+        ran = ran_with(study, checkpoint_fingerprint(agent))
+    except (FileNotFoundError, ValueError) as error:
+        raise ValueError(f"study {study.study_id}: what it runs cannot be fingerprinted here ({error})"[:500]) from None
+    preregistration.check_ran(study, ran)
+    return ran

@@ -24,6 +24,7 @@ from flask import Blueprint, Response, current_app, jsonify, redirect, render_te
 from game import preregistration
 from game.checks import CHECK_FLAGS
 from game.export import FORMATS
+from game.fingerprints import registered_run
 from game.quality import PlayedGame, quality_flags
 from game.study import StudyConfig, is_test_participation
 
@@ -33,7 +34,7 @@ from .rating_task import RatingError
 from .release import bound_elsewhere, release
 from .routes import services
 from .schemas import ID
-from .study_check import check_study, check_unchanged, paid_study_warnings, registered_run
+from .study_check import check_study, check_unchanged, paid_study_warnings
 
 admin = Blueprint("admin", __name__, template_folder="templates")
 LATEST_SHOWN = 50          # participants per study the monitor shows, and a search finds
@@ -251,7 +252,7 @@ def create_study():
     try:
         study = _checked_study(prove=True)
         try:
-            ran = registered_run(study, services().agents.server_agent)
+            ran = registered_run(study, study.agent or services().agents.server_agent)
         except ValueError as error:
             raise Refused(str(error)[:1000]) from None
         if not services().store.save_study(study, "open", {"type": "study_created", "study": study.study_id,

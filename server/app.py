@@ -22,8 +22,10 @@ from pathlib import Path
 from flask import Flask
 from flask_socketio import SocketIO
 
+from game.export_signature import server_key, write_key_file
+from game.fingerprints import registered_run
 from game.pool import GamePool
-from game.study import load_study
+from game.study import StudyConfig, load_study
 
 from .admin import admin
 from .agents import AgentHandle, Agents
@@ -34,9 +36,8 @@ from .play import Play
 from .rating_task import RatingTask
 from .rounds import RoundQueue
 from .routes import FRONTEND, pages
-from .server_key import server_key, write_key_file
 from .store import Store
-from .study_check import check_study, check_unchanged, registered_run
+from .study_check import check_study, check_unchanged
 
 ASYNC_MODE = "threading"   # plain threads: no monkey-patching, simple-websocket serves websockets
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ def log_registered_run(store: Store, study: StudyConfig, server_agent: str) -> N
     """A `study_ran_with` event for a pre-registered study: what this server runs it with (the export carries it,
     and the analysis holds it to the registration: experiments/analysis/preregistered.py). ValueError when that
     is not what was registered."""
-    ran = registered_run(study, server_agent)
+    ran = registered_run(study, study.agent or server_agent)
     if ran is not None:
         store.log({"type": "study_ran_with", "study": study.study_id, "time": time.time(), **ran})
 

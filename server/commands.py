@@ -319,7 +319,7 @@ def export_command(args: argparse.Namespace) -> int:
 
     from .embedded_redis import EmbeddedRedis
     from .reports import exported_events
-    from .server_key import server_key
+    from game.export_signature import server_key
     from .store import Store
 
     embedded = None

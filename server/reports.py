@@ -35,10 +35,10 @@ from pathlib import Path
 
 import redis as redis_client
 
-from game.export import FORMATS, outcome_looks, write_export
+from game.export import FORMATS, live_look, outcome_looks, write_export
+from game.export_signature import server_key
 from vqa_agent.threads import thread_env
 
-from .server_key import server_key
 from .store import EVENTS, Store
 
 log = logging.getLogger(__name__)
@@ -191,22 +191,15 @@ def write_zip(redis_url: str, fmt: str, out: Path) -> None:
             archive.write(path, path.name)
 
 
-LIVE_LOOK = "live report"
-
-
 def logged_live_look(store: Store, study: str) -> list[dict]:
-    """The event log for a live report, after logging the look it is when it will show a registered study's outcomes
-    (its planned N finished: before, the page hides them and is no look). Once per number finished: the look grows
-    the log, which makes the page stale, and its recomputation must not log another."""
+    """The event log for a live report, after logging the look it is when it shows a registered study's outcomes
+    (game/export.py live_look)."""
     events = list(store.events())
-    for look in outcome_looks(events, LIVE_LOOK, time.time()):
-        if look["study"] != study or look["planned_n"] is None or look["finished"] < look["planned_n"]:
-            continue
-        if not any(e.get("type") == "outcomes_looked" and e.get("study") == study and e.get("where") == LIVE_LOOK
-                   and e.get("finished") == look["finished"] for e in events):
-            store.log(look)
-            return list(store.events())
-    return events
+    look = live_look(events, study, time.time())
+    if look is None:
+        return events
+    store.log(look)
+    return list(store.events())
 
 
 def exported_events(store: Store, where: str) -> list[dict]:

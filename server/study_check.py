@@ -20,8 +20,7 @@ from game.pool import GamePool, check_pool
 from game.settings import settings_named
 from game.study import (StudyConfig, check_agent_explainers, check_new_study, explainers_of, load_study,
                         missing_checkpoint)
-from game.fingerprints import ran_with
-from vqa_agent.checkpoints import checkpoint_fingerprint, is_shipped
+from vqa_agent.checkpoints import is_shipped
 
 from .agents import Agents
 from .store import Store
@@ -81,20 +80,6 @@ def check_study(study: StudyConfig, pool: GamePool, agents: Agents, prove: bool 
     choose_image_set(pool.embeddings, settings.images, settings.difficulty, np.random.default_rng(0))
     if prove:
         agents.prove(study.agent)
-
-
-def registered_run(study: StudyConfig, server_agent: str) -> dict | None:
-    """What this server runs a pre-registered study with (game/fingerprints.py `ran_with`: the exag version and
-    the fingerprints of the agent's checkpoint, the pool's images and the study's explainer plugins), for the
-    event log; ValueError, one line, when it is not what was registered. None for a study not registered."""
-    if not preregistration.registered(study):
-        return None
-    try:
-        ran = ran_with(study, checkpoint_fingerprint(study.agent or server_agent))
-    except (FileNotFoundError, ValueError) as error:
-        raise ValueError(f"study {study.study_id}: what it runs cannot be fingerprinted here ({error})"[:500]) from None
-    preregistration.check_ran(study, ran)
-    return ran
 
 
 def check_unchanged(study: StudyConfig, stored: StudyConfig) -> None:

@@ -268,7 +268,7 @@ def _from_events(events: list[dict], source: str, server_key: bytes | None = Non
 def _from_url(url: str, source: str) -> Tables:
     import redis
 
-    from server.server_key import server_key
+    from game.export_signature import server_key
     from server.store import Store
 
     store = Store.connect(url)

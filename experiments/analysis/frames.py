@@ -225,7 +225,7 @@ def _first_holders(games: pd.DataFrame, assignments: pd.DataFrame) -> pd.Series:
     known = assignments.drop_duplicates(["study", "participant"], keep="first")
     refill = pd.Series(known["refilled_slot"].notna().to_numpy(),
                        index=known["study"].astype(str) + ":" + known["participant"].astype(str))
-    return (~games["cluster"].map(refill).fillna(False).astype(bool)).astype(float)
+    return (~games["cluster"].map(refill).eq(True)).astype(float)
 
 
 def _kinds(games: pd.DataFrame, notes: list[str]) -> dict[str, str | None]:

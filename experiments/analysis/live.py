@@ -35,7 +35,7 @@ HIDDEN = ("Study {study} is pre-registered (sha256 {sha}...): its outcomes, by a
 def live_report(events: list[dict], study_id: str, server_key: bytes | None = None) -> str:
     """The report page of `study_id` from these events; before its first game it builds empty and says so; a
     pre-registered study before its planned N shows the monitoring page instead (no outcome). `server_key`: the
-    server's (server/server_key.py), which verifies the registration's signed cells."""
+    server's (game/export_signature.py server_key), which verifies the registration's signed cells."""
     source = f"the live event log (study {study_id})"
     frames = tables(events, server_key)
     plan = carried_plan(frames["studies"], study_id)

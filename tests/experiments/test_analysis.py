@@ -20,7 +20,7 @@ from game.export import tables as export_tables
 
 REPO = Path(__file__).resolve().parents[2]
 
-SERVER_KEY = b"test-server-key"       # the key a test "server" signs its exports with (server/server_key.py)
+SERVER_KEY = b"test-server-key"       # the key a test "server" signs its exports with (game/export_signature.py server_key)
 
 
 class Log:

@@ -76,7 +76,7 @@ def test_too_few_participants_get_a_sentence_not_a_p_value():
     from experiments.analysis.controlled import net_of_practice
     from experiments.benchmark.null_calibration import controlled_study
 
-    games = controlled_study(np.random.default_rng([0, 4, 15]), 4, 0.0)
+    games = controlled_study(np.random.default_rng([0, 4, 17]), 4, 0.0)
     assert (games.groupby("cluster")["expl_arm"].max() == 0).sum() == 1
     even = (games["block"] % 2 == 0).astype(float)
     exog = pd.DataFrame({"even_block": even, "explanation_arm": games["expl_arm"],

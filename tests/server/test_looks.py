@@ -15,7 +15,7 @@ from cli import exag
 from experiments.analysis.data import Tables
 from experiments.analysis.report import analyze
 from game.export import tables
-from server.server_key import server_key
+from game.export_signature import server_key
 
 PLAN = {"hypotheses": ["Explanations raise the win rate."], "primary": "overall",
         "stopping_rule": "Stop when 30 participants have finished.", "exclusions": []}
