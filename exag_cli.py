@@ -15,6 +15,7 @@ from experiments.benchmark import commands as benchmark
 from experiments.simulate import commands as simulation
 from explainers import commands as explainers
 from game import commands as pool
+from game import study_check_command as study
 from server import commands as server
 from vqa_agent import commands as agent
 from vqa_agent.world import commands as world
@@ -42,6 +43,7 @@ COMMANDS = {
     "world": (world.add_arguments, "build and inspect the synthetic CLEVR-compatible world"),
     "train": (add_train_arguments, "train models (the VQA agent)"),
     "pool": (pool.add_arguments, "import a folder of your own images as a game pool"),
+    "study": (study.add_arguments, "check study files offline (`exag study check FILE`)"),
     "ask": (agent.add_ask_arguments, "ask an agent questions about an image"),
     "explain": (explainers.add_explain_arguments, "explain an agent's answer with explainer plugins"),
     "bench": (benchmark.add_arguments, "benchmarks that print and save measured figures"),
