@@ -29,7 +29,7 @@ td,th{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:to
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.muted{color:#777}.small{font-size:12px}
 table.table1{font-size:12px}table.table1 td,table.table1 th{padding:2px 5px}
 table.table1 td.num{white-space:normal;min-width:6.5em}table.table1 th{font-weight:600;font-size:11.5px}
-ol.footnotes{margin:-.5em 0 1em;padding-left:1.6em}sup.fn{color:#8a5300;font-size:10px;margin-left:1px}
+p.warning{background:#fff4e0;border:1px solid #e0a040;padding:.5em .8em}ol.footnotes{margin:-.5em 0 1em;padding-left:1.6em}sup.fn{color:#8a5300;font-size:10px;margin-left:1px}
 figure{margin:1.2em 0 2em}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:13px;color:#333;margin-top:.4em;max-width:1000px}
 .notes{background:#fff8e5;border:1px solid #f0d68a;padding:.6em 1em;border-radius:4px}
@@ -1007,6 +1007,7 @@ def render_html(report: dict, figures: list[Path], title: str | None = None, ref
         "<a href=\"#figures\">Figures 5-10</a> · <a href=\"#correlations\">Correlations</a> · "
         "<a href=\"#agreement\">Agreement</a> · <a href=\"#benchmarks\">Benchmarks</a> · <a href=\"#methods\">Methods</a>"
         " · <a href=\"#missing\">Missing</a> · <a href=\"#studies\">Per study</a></nav>",
+        "".join(f'<p class="warning"><b>Too few participants.</b> {_e(w)}.</p>' for w in report.get("warnings") or []),
         preregistration_section(report),
         "<h2>Data</h2>", counts_section(report), balance_section(report.get("design")),
         _flow_section(report.get("flow")),

@@ -355,7 +355,20 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
         report["methods"] += " " + FAMILY_WISE.format(alpha=ALPHA)
     if plans:
         report["methods"] += " " + report["preregistration"]["statement"]
+    report["warnings"] = small_n_warnings(per_study)
     return json_safe(report)
+
+
+SMALL_N = 12     # the fewest participants at which the effect tests were calibrated on realistic nulls (docs/results.md)
+SMALL_N_WARNING = ("study {study}: {n} participant(s) analysed. The effect tests are calibrated from {small} "
+                   "participants on; with fewer a p-value says little (with 5 or fewer none can reach 0.05) and the "
+                   "intervals are wide: read this report as a pilot, not a finding")
+
+
+def small_n_warnings(per_study: dict) -> list[str]:
+    """One sentence per study analysed with fewer than SMALL_N participants (the report's top and the printout)."""
+    return [SMALL_N_WARNING.format(study=study, n=mine["n"].get("participants", 0), small=SMALL_N)
+            for study, mine in per_study.items() if 0 < mine["n"].get("participants", 0) < SMALL_N]
 
 
 def _pooled(frames: Frames, per_study: dict, bench: dict | None, notes: list[str]) -> dict:

@@ -487,6 +487,7 @@ def format_summary(report: dict, written: dict) -> str:
     n = report.get("n") or {}
     lines = [f"{n.get('games', 0)} games of {n.get('participants', 0)} participants in "
              f"{', '.join(report.get('studies_analysed') or []) or 'no studies'}"]
+    lines += [f"WARNING, too few participants: {w}." for w in report.get("warnings") or []]
     lines += _preregistration_lines(report)
     lines += _flow_lines(report.get("flow") or {})
     lines += _table1_lines(report.get("controlled") or {})

@@ -147,3 +147,18 @@ def test_every_figure_draws_when_a_share_is_100_percent(tmp_path):
     for draw in DRAW.values():
         draw(report)                       # draw_figures would hide a failure behind "could not be drawn"
     assert len(draw_figures(report, tmp_path)) == 12
+
+
+def test_a_report_of_too_few_participants_says_so_at_the_top():
+    """Issue 55: the report printed "p = 1.000 effect" for 7 people without saying N is too small."""
+    from experiments.analysis.html import render_html
+    from experiments.analysis.report import SMALL_N, small_n_warnings
+    from experiments.analysis.write import format_summary
+
+    warned = small_n_warnings({"pilot": {"n": {"participants": 7}}, "big": {"n": {"participants": SMALL_N}}})
+    assert len(warned) == 1 and warned[0].startswith("study pilot: 7 participant(s) analysed") and "pilot" in warned[0]
+    report = {"warnings": warned, "n": {}, "preregistration": {}}
+    page = render_html(report, {})
+    assert page.index("Too few participants") < page.index("<h2>Data</h2>")
+    written = {"html": "r.html", "json": "r.json", "figures": "f", "tables": "t"}
+    assert format_summary(report, written).splitlines()[1].startswith("WARNING, too few participants: study pilot")
