@@ -17,6 +17,7 @@ import functools
 import json
 import time
 
+from game.completion_link import return_link
 from game.quality import platform_id
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
@@ -256,7 +257,7 @@ class Play(CheckStages):
             view["game"] = self.game_view(current, game if current == game_id else None)
         if participant["stage"] == DONE:
             view["done"] = {"completion_code": participant.get("completion_code") or study.completion_code,
-                            "redirect_url": study.redirect_url}
+                            "redirect_url": return_link(study.redirect_url, participant.get("completion_code"))}
         self._checks_view(study, participant, view)
         return view
 

@@ -138,11 +138,15 @@ def finish(player) -> dict:
 
 def test_per_participant_completion_codes_differ_and_verify(app, connect):
     config = {**STUDY, "study_id": "codes", "arms": ["none"], "completion_code": "STATIC", "choose_arm": True,
-              "completion_codes": "per_participant"}
+              "completion_codes": "per_participant",
+              "redirect_url": "https://app.prolific.com/submissions/complete?cc=STATIC&lang=en"}
     assert create(app, config).status_code == 302
     secret = app.extensions["exag"].config.secret_key
-    codes = {pid: finish(started(connect, "codes", pid, "none"))["completion_code"] for pid in ("ann", "bob")}
+    done = {pid: finish(started(connect, "codes", pid, "none")) for pid in ("ann", "bob")}
+    codes = {pid: view["completion_code"] for pid, view in done.items()}
     assert len(set(codes.values())) == 2 and "STATIC" not in codes.values()
+    for pid, view in done.items():          # issue 55: the return link carries the participant's own code to Prolific
+        assert view["redirect_url"] == f"https://app.prolific.com/submissions/complete?lang=en&cc={codes[pid]}"
     for pid, code in codes.items():
         assert code == completion_code(secret, "codes", f"pid:{pid}") and verify(secret, "codes", f"pid:{pid}", code)
     assert not verify(secret, "codes", "pid:bob", codes["ann"])       # a code passed on names who earned it
