@@ -16,10 +16,9 @@ With 4 cells a participant the matrices are small: 100 participants take millise
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import scipy.stats
 
-from .wild_bootstrap import MIN_CLUSTERS, SE_FLOOR, WildTest, too_few
+from .wild_bootstrap import SE_FLOOR, WildTest, testable
 
 ALPHA = 0.05
 METHOD = ("OLS with CR2 cluster-robust errors over units of randomization (Bell-McCaffrey), t test with "
@@ -28,14 +27,11 @@ METHOD = ("OLS with CR2 cluster-robust errors over units of randomization (Bell-
 
 def cr2_test(y, X, clusters, term: int) -> WildTest | str:
     """Tests coefficient `term` (a column of X) = 0; a sentence instead when no test is possible."""
-    y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
-    codes, _ = pd.factorize(np.asarray(clusters))
-    n, k = X.shape
-    G = int(codes.max()) + 1 if n else 0
-    if G < MIN_CLUSTERS:
-        return too_few(G)
-    if n <= k or np.linalg.matrix_rank(X) < k:
-        return "the predictors do not vary enough to be told apart (a group is empty or two coincide)"
+    prepared = testable(y, X, clusters)
+    if isinstance(prepared, str):
+        return prepared
+    y, X, codes, G = prepared
+    n = len(y)
     bread = np.linalg.inv(X.T @ X)
     beta = bread @ X.T @ y
     residual = y - X @ beta

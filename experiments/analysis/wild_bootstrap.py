@@ -66,9 +66,9 @@ def too_few(n_clusters: int) -> str:
             "interval can say anything (the smallest p-value would be 1/4 or more), so none is reported")
 
 
-def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | str:
-    """Tests coefficient `term` (a column of X, which holds the constant) = 0; a sentence instead when no
-    test is possible (too few participants, a predictor that does not vary, a rank-deficient design)."""
+def testable(y, X, clusters) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | str:
+    """(y, X as floats, each row's cluster code, the number of clusters), or the sentence saying why no clustered
+    test of this design is possible: too few participants, or predictors that cannot be told apart."""
     y, X = np.asarray(y, dtype=float), np.asarray(X, dtype=float)
     codes, _ = pd.factorize(np.asarray(clusters))
     n, k = X.shape
@@ -77,6 +77,17 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
         return too_few(G)
     if n <= k or np.linalg.matrix_rank(X) < k:
         return "the predictors do not vary enough to be told apart (a group is empty or two coincide)"
+    return y, X, codes, G
+
+
+def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | str:
+    """Tests coefficient `term` (a column of X, which holds the constant) = 0; a sentence instead when no
+    test is possible (too few participants, a predictor that does not vary, a rank-deficient design)."""
+    prepared = testable(y, X, clusters)
+    if isinstance(prepared, str):
+        return prepared
+    y, X, codes, G = prepared
+    n, k = X.shape
     order = np.argsort(codes, kind="stable")                 # rows grouped by participant
     y, X, codes = y[order], X[order], codes[order]
     bread = np.linalg.inv(X.T @ X)
