@@ -17,8 +17,7 @@ from game.preregistration import (ANALYSIS, BETWEEN_ARMS, NOT_FROZEN, NOT_REGIST
                                   PRIMARY_OUTCOME, document_bytes, missing, primary_comparisons, registration,
                                   within_participant_primary)
 from game.quality import FAST_GAME_S, FAST_GAMES_MIN, FAST_GAMES_MIN_SHARE, FLAGS, STRAIGHT_LINE_MIN_RATINGS
-from game.fingerprints import (checkout_version, exag_version, plugin_fingerprints,  # noqa: F401 (re-exported)
-                               pool_fingerprint, shown_explainers)
+from game.fingerprints import exag_version, plugin_fingerprints, pool_fingerprint, shown_explainers
 from game.study import StudyConfig, load_study
 from vqa_agent.checkpoints import checkpoint_fingerprint
 

@@ -459,13 +459,13 @@ def controlled(frames: Frames) -> dict:
                             p_value_score_clustered=tested["score"]["p_value"],
                             test_score_clustered=tested["score"]["test"])
     blocks = sorted(int(b) for b in games["block"].dropna().unique())
+    real = games[games["arm"].isin(real_arms)]
     return {"table1": rows, "studies": sorted(games["study"].unique().tolist()), "arms": expl_arms,
             "sham_arms": sham_arms, "control_arms": control_arms, "blocks": blocks,
             "by_block": by_block(games), "control_group": control_group(games, control_arms),
             "net_of_practice": net_of_practice(games), "total_effect": total_effect(games),
-            "order": {**by_order(games[games["arm"].isin(real_arms)]),
-                      **({"carryover_check": carryover_check(games[games["arm"].isin(real_arms)], anchor)}
-                         if real_arms and not _one_order(games[games["arm"].isin(real_arms)]) else {})},
+            "order": {**by_order(real), **({"carryover_check": carryover_check(real, anchor)}
+                                           if real_arms and not _one_order(real) else {})},
             **({"notes": notes} if notes else {})}
 
 

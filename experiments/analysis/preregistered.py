@@ -38,12 +38,6 @@ SENSITIVITY = ("the pre-registered primary comparison on every participant, no e
                "from the primary result, the exclusions decide the result")
 
 
-def registered_plans(studies, documents: list[bytes] | None = None, server_key: bytes | None = None) -> dict[str, dict]:
-    """{study: its registered plan} for the studies of an export's `studies` table (a DataFrame) that were
-    pre-registered and whose plan verifies (`verified`); any other row counts as not pre-registered."""
-    return verified(studies, documents, server_key)[0]
-
-
 def verified(studies, documents: list[bytes] | None = None,
              server_key: bytes | None = None) -> tuple[dict[str, dict], dict[str, str]]:
     """({study: its plan} for the plans that verify, {study: why not} for the rows that carry a plan that does

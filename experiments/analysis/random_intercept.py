@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .small_sample import cr2_test
-from .wild_bootstrap import WildTest
+from .wild_bootstrap import WildTest, testable
 
 
 def block_cells(games: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -51,7 +51,7 @@ def random_intercept_estimate(cells: pd.DataFrame, columns: list[str], term: str
                               fixed: tuple[str, ...] = ("block",)) -> float:
     """The coefficient random_intercept_test tests, without the test (NaN when the design cannot tell it)."""
     transformed_y, transformed_X = _transformed(cells, columns, outcome, fixed)
-    if len(transformed_y) <= transformed_X.shape[1] or np.linalg.matrix_rank(transformed_X) < transformed_X.shape[1]:
+    if isinstance(testable(transformed_y, transformed_X, cells["unit"].to_numpy()), str):
         return float("nan")
     return float(np.linalg.lstsq(transformed_X, transformed_y, rcond=None)[0][columns.index(term)])
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from .wild_bootstrap import SE_FLOOR, WildTest, testable
+from .wild_bootstrap import SE_FLOOR, ZERO_SE, WildTest, testable
 
 ALPHA = 0.05
 METHOD = ("OLS with CR2 cluster-robust errors over units of randomization (Bell-McCaffrey), t test with "
@@ -48,8 +48,7 @@ def cr2_test(y, X, clusters, term: int) -> WildTest | str:
         columns[:, g] = rest[:, rows] @ a
     estimate, se = float(beta[term]), float(np.sqrt(variance))
     if not se > SE_FLOOR * max(abs(estimate), float(np.std(y))):
-        return ("the clustered standard error is zero (the comparison rests on a single participant's games, "
-                "every participant shows the same difference, or the outcome does not vary): no test")
+        return ZERO_SE
     cross = columns.T @ columns
     dof = float(np.trace(cross) ** 2 / np.trace(cross @ cross))
     q = float(scipy.stats.t.ppf(1 - ALPHA / 2, dof))

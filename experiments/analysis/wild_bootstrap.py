@@ -43,6 +43,8 @@ DRAWS = 9_999             # random sign patterns beyond that
 MAX_CLUSTERS = 100        # from here on: the t test with G - 1 degrees of freedom on CR1 errors
 SE_FLOOR = 1e-9           # a standard error below this share of the estimate's (or the outcome's) scale is zero
 ALPHA = 0.05
+ZERO_SE = ("the clustered standard error is zero (the comparison rests on a single participant's games, every "
+           "participant shows the same difference, or the outcome does not vary): no test")
 WILD = ("wild cluster bootstrap of the OLS t-statistic (CR1 errors), participants as clusters: restricted "
         "(null imposed), Rademacher weights, {patterns}; 95% CI: unrestricted bootstrap-t")
 MANY = "OLS with CR1 participant-clustered errors, t test with G - 1 = {df} degrees of freedom"
@@ -101,8 +103,7 @@ def wild_cluster_test(y, X, clusters, term: int, seed: int = 0) -> WildTest | st
         # a comparison that rests on one participant's games (the only one in a group), or in which every
         # participant's games show the same difference, has a clustered standard error of zero up to rounding:
         # its t would be rounding noise
-        return ("the clustered standard error is zero (the comparison rests on a single participant's games, "
-                "every participant shows the same difference, or the outcome does not vary): no test")
+        return ZERO_SE
     t = estimate / se
     if G >= MAX_CLUSTERS:
         df = G - 1

@@ -441,7 +441,7 @@ def test_the_registered_version_tells_one_local_edit_from_another(tmp_path):
     rule gave the same version); now the changes are hashed, untracked sources included."""
     import subprocess
 
-    from experiments.preregister import checkout_version as exag_version
+    from game.fingerprints import checkout_version as exag_version
 
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
