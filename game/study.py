@@ -65,8 +65,10 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 # server (pid:sim-...) and the researcher's own tries from their browser (a link with ?pid=test-...). They play
 # like anyone and the export keeps them, but they never count toward a pre-registered study's planned N: the
 # no-peeking gate (outcomes hidden until N have finished: the console, the live report, an export's look)
-# counts real participants only.
-TEST_PARTICIPATIONS = ("pid:bot-", "pid:sim-", "pid:test-")
+# counts real participants only. A bot piloting a study with its platform's parameters (`exag bot --pilot`: a
+# Prolific study's link needs PROLIFIC_PID, STUDY_ID and SESSION_ID) joins as prolific:bot-... (mturk:bot-...):
+# real platform ids are the platform's own (Prolific: 24 hex digits), never "bot-".
+TEST_PARTICIPATIONS = ("pid:bot-", "pid:sim-", "pid:test-", "prolific:bot-", "mturk:bot-")
 
 
 def arm_modes(arm: str) -> tuple[str, ...]:
