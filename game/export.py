@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from game.checks import CHECK_FLAGS
+from game.consent_form import parse_consent, parse_questionnaire
 from game.export_signature import sign
 from game.preregistration import RAN_WITH
 from game.quality import REPEAT_FLAGS, Participation, PlayedGame, quality_flags, repeat_flags
@@ -28,7 +29,7 @@ GAME_KEYS = ("study", "participant", "arm", "game_number")
 ASSIGNMENT_COLUMNS = ["study", "participant", "slot", "block", "arm", "order", "assigned", "refilled_slot",
                       "assigned_by"]
 STUDY_COLUMNS = ["study", "created", "kind", "config", "preregistration", "preregistration_sha256", "looks", "ran_with",
-                 "signature"]
+                 "signature", "consent_form", "questionnaire"]
 CHECK_EVENTS = ("comprehension", "colour_screen", "attention_check", "demographics", "screened_out")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # OWASP: a spreadsheet runs cells that start so
 
@@ -151,7 +152,7 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
     if kind == "join":
         participants[(e["study"], e["participant"])] = {
             "study": e["study"], "participant": e["participant"], "arm": e.get("arm"), "order": e.get("order"),
-            "slot": e.get("slot"), "joined": e["time"], "consented": None, "finished": None,
+            "slot": e.get("slot"), "joined": e["time"], "consented": None, "declined": None, "finished": None,
             # the browsers the participation was bound to (server/browser.py in_study; none in logs from before)
             "browsers": {str(e["browser"])} if e.get("browser") else set(),
             **{f"id_{k}": v for k, v in (e.get("ids") or {}).items()}}
@@ -163,8 +164,8 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
                             "assigned_by": e.get("assigned_by")})
     elif kind == "rejoin" and e.get("browser") and (e["study"], e["participant"]) in participants:
         participants[(e["study"], e["participant"])]["browsers"].add(str(e["browser"]))   # bound again after a release
-    elif kind == "consent" and (e["study"], e["participant"]) in participants:
-        participants[(e["study"], e["participant"])]["consented"] = e["time"]
+    elif kind in ("consent", "decline") and (e["study"], e["participant"]) in participants:
+        participants[(e["study"], e["participant"])]["consented" if kind == "consent" else "declined"] = e["time"]
     elif kind in CHECK_EVENTS and (e["study"], e["participant"]) in participants:
         _check_result(participants[(e["study"], e["participant"])], e)
     elif kind == "questionnaire" and (e["study"], e["participant"]) in participants:
@@ -225,13 +226,16 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
 
 def _study_row(event: dict) -> dict:
     """A study as it was created: its whole config as JSON text, and its pre-registration (the rules the
-    analysis applies by default, game/preregistration.py) in columns of their own."""
+    analysis applies by default, game/preregistration.py) in columns of their own, and the consent form and
+    questionnaire its participants were shown (the defaults filled in: game/consent_form.py) as JSON text."""
     config = event["config"]
     plan = config.get("preregistration") or {}
     return {"study": event["study"], "created": event["time"], "kind": config.get("kind"),
             "config": json.dumps(config, sort_keys=True),
             "preregistration": json.dumps(plan, sort_keys=True) if plan else None,
-            "preregistration_sha256": plan.get("sha256"), "looks": None, "ran_with": None, "signature": None}
+            "preregistration_sha256": plan.get("sha256"), "looks": None, "ran_with": None, "signature": None,
+            "consent_form": json.dumps(parse_consent(config.get("consent") or {}).public(), sort_keys=True),
+            "questionnaire": json.dumps([item.public() for item in parse_questionnaire(config.get("questionnaire") or [])])}
 
 
 def outcome_looks(events: Iterable[dict], where: str, now: float) -> list[dict]:

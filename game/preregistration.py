@@ -51,7 +51,7 @@ NOT_FROZEN = ("preregistration", "completion_code", "completion_codes", "redirec
 # Fields StudyConfig gained after this format, with the value every study had before them: frozen like any other,
 # but left out of the document at that value, so that a study registered before the field existed still matches
 # its hash (and the field is named as changed once it takes another value).
-ADDED_SINCE = {"offer": "always"}
+ADDED_SINCE = {"offer": "always", "consent": {}, "questionnaire": []}
 # The level and sidedness of every test the report prints (experiments/analysis/stats.py takes its ALPHA from
 # here): frozen with the plan.
 ANALYSIS = {"alpha": 0.05, "sides": "two-sided"}

@@ -17,7 +17,8 @@ A sanity check adds sham arms ("attention-shuffled", "nle-other", or combined: "
 An arm's modes are explainer names (explainers/registry.py): the built-ins, or a third-party explainer's
 entry point name or an import path an entry point declares or the operator allowed in EXAG_EXPLAINERS
 ("mypackage.module:MyExplainer"; docs/writing-an-explainer.md).
-Optional, each its own module: "checks" (a comprehension check after the instructions, attention checks
+Optional, each its own module: "consent" and "questionnaire" (the consent form with its information sheet and
+decline path, and the end questionnaire: game/consent_form.py), "checks" (a comprehension check after the instructions, attention checks
 between games, a colour-vision screen, demographics in the questionnaire: game/checks.py), "preregistration"
 (the rules fixed before data and their hash: game/preregistration.py, `exag preregister`) and
 "completion_codes": "per_participant" (a code only that participation could have earned: server/completion.py).
@@ -39,6 +40,7 @@ from vqa_agent.checkpoints import HF_CAPABILITIES, checkpoint_files, is_hf_agent
 from . import preregistration
 from .assignment import ORDERS, PLAYED, Slot, slot
 from .checks import Checks, parse_checks
+from .consent_form import DEFAULT_QUESTIONNAIRE, ConsentForm, Item, parse_consent, parse_questionnaire
 from .offer import OFFERS
 from .settings import GameSettings, settings_named
 
@@ -131,6 +133,10 @@ class StudyConfig:
                                  # seeded random half of each participant's games: game/offer.py)
     prolific_study_id: str = ""  # the study's STUDY_ID on Prolific: then a join's link must carry it and a SESSION_ID
                                  # (a participation is id and session: docs/real-study.md); "" = any link
+    consent: dict = field(default_factory=dict)   # the consent form and information sheet (game/consent_form.py);
+                                 # {} = the default text
+    questionnaire: list = field(default_factory=list)   # the end questionnaire's items (game/consent_form.py);
+                                 # [] = the default items
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.study_id):
@@ -176,13 +182,23 @@ class StudyConfig:
             settings_named(self.kind, **self.settings)
         except TypeError as error:
             raise ValueError(f"settings: {error}") from error
-        self.parsed_checks                         # refuses bad checks now, with one line
+        self.parsed_consent                        # refuses a bad consent form, questionnaire or checks now, each
+        self.parsed_questionnaire                  # with one line
+        self.parsed_checks
 
     @functools.cached_property
     def parsed_checks(self) -> Checks:
         """The checks as game/checks.py reads them, parsed once per config (the server reads a participant's
         study for every message)."""
-        return parse_checks(self.checks, self.games, frozenset(item["key"] for item in QUESTIONNAIRE))
+        return parse_checks(self.checks, self.games, frozenset(item.key for item in self.parsed_questionnaire))
+
+    @functools.cached_property
+    def parsed_consent(self) -> ConsentForm:
+        return parse_consent(self.consent)
+
+    @functools.cached_property
+    def parsed_questionnaire(self) -> tuple[Item, ...]:
+        return parse_questionnaire(self.questionnaire)
 
     @property
     def games(self) -> int:
@@ -202,17 +218,8 @@ class StudyConfig:
         return cls(**data)
 
 
-# The end-of-session questionnaire: short, the same for every study so answers compare across arms.
-AGREEMENT = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")
-QUESTIONNAIRE = [
-    {"key": "trust", "text": "I could tell when the agent's answers were right.", "type": "scale", "options": AGREEMENT},
-    {"key": "explanations_helped", "text": "The explanations helped me find the secret image.", "type": "scale",
-     "options": AGREEMENT},
-    {"key": "understood", "text": "I understood how the agent arrived at its answers.", "type": "scale",
-     "options": AGREEMENT},
-    {"key": "strategy", "text": "Which questions or explanations helped you most?", "type": "text"},
-    {"key": "comments", "text": "Anything else you want to tell us? (optional)", "type": "text"},
-]
+# The default end-of-session questionnaire (game/consent_form.py; a study may ask its own), as the page is sent it.
+QUESTIONNAIRE = [item.public() for item in DEFAULT_QUESTIONNAIRE]
 
 
 def load_study(path: str | Path) -> StudyConfig:
@@ -235,6 +242,7 @@ def check_new_study(study: StudyConfig) -> None:
         raise ValueError(f"study_id {study.study_id[:64]!r}: 1-64 letters, digits, '.', '_' or '-', starting with a "
                          f"letter or digit, and not {' or '.join(RESERVED_STUDY_IDS)}")
     check_link("redirect_url", study.redirect_url)
+    check_link("consent.declined_url", study.parsed_consent.declined_url)
 
 
 def check_link(name: str, url: object) -> None:

@@ -6,7 +6,9 @@ validation a server applies, a pre-registration whose rules no longer match its 
 must be (a safe id, an https redirect), the agent (its checkpoint exists here) and the explainers each arm shows
 (known, built in or an installed plugin, and within what the agent offers), the pool when the study names one, and
 for a pre-registered study that its agent, pool, explainer plugins and exag version are the registered ones (what
-a server would refuse it for). Exit status 0 when every file passes, 2 otherwise.
+a server would refuse it for). Exit status 0 when every file passes, 2 otherwise. A study that can pass (`ok`) is
+told what a paid study should still have (`warnings`): an information sheet naming who runs the study, whom to
+contact, its ethics approval, its duration and its payment; a static completion code that its return link carries.
 
 Cheap to import (`exag --help` loads it): the checks import what they need when they run.
 """
@@ -65,6 +67,26 @@ def check_file(path: Path, server_agent: str = "default") -> str:
         pool_dir(study.pool)                       # FileNotFoundError when there is none
     registered = registered_run(study, agent)      # a registered study run otherwise: ValueError
     games = study.sessions * study.games_per_session
+    warnings = paid_study_warnings(study)
     return (f"{study.kind}, {len(study.arms)} arm{'s' * (len(study.arms) != 1)}, {games} games a participant, "
             f"agent {agent}" + (f", pre-registered sha256 {study.preregistration['sha256'][:12]}..., what it runs "
-                                "is what was registered" if registered else ", not pre-registered"))
+                                "is what was registered" if registered else ", not pre-registered")
+            + "".join(f"; warning: {w}" for w in warnings))
+
+
+def paid_study_warnings(study) -> list[str]:
+    """What a study recruited on a platform (it has a prolific_study_id or a redirect_url) should give and does not."""
+    from .completion_link import CODE_PARAMETER
+    from .consent_form import missing_researcher
+
+    if not (study.prolific_study_id or study.redirect_url):
+        return []
+    warnings = []
+    missing = missing_researcher(study.parsed_consent)
+    if missing:
+        warnings.append(f"the consent form gives no {', '.join(missing)} (consent.*): participants of a paid study are "
+                        "told who runs it, whom to contact, its ethics approval, how long it takes and what it pays")
+    if study.redirect_url and study.completion_codes == "static" and \
+            f"{CODE_PARAMETER}=" not in study.redirect_url.partition("?")[2]:
+        warnings.append(f"redirect_url carries no {CODE_PARAMETER}=: the platform never receives the completion code")
+    return warnings

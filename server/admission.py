@@ -118,7 +118,7 @@ def active_member(study_id: str, pid: str) -> str:
 def record_active(pipe, participant: dict) -> None:
     """In a participant's commit: active at their latest message, or gone once their participation is over."""
     member = active_member(participant["study"], participant["pid"])
-    if participant["stage"] in ("done", "screened_out"):
+    if participant["stage"] in ("done", "screened_out", "declined"):     # server/participation.py OVER
         pipe.zrem(ACTIVE, member)
     else:
         pipe.zadd(ACTIVE, {member: participant.get("last_seen") or time.time()})

@@ -22,8 +22,9 @@ from .store import Store
 
 # in the order a participant meets them; the checks (game/checks.py) only where the study configures them
 STAGES = (CONSENT, INSTRUCTIONS, COMPREHENSION, COLOUR_SCREEN, GAME, ATTENTION_CHECK, QUESTIONNAIRE_STAGE, DONE,
-          SCREENED_OUT) = ("consent", "instructions", "comprehension", "colour_screen", "game", "attention_check",
-                           "questionnaire", "done", "screened_out")
+          SCREENED_OUT, DECLINED) = ("consent", "instructions", "comprehension", "colour_screen", "game",
+                                     "attention_check", "questionnaire", "done", "screened_out", "declined")
+OVER = (DONE, SCREENED_OUT, DECLINED)      # a participation that ended: its slot is nobody's to wait for
 
 
 class PlayError(ValueError):

@@ -21,12 +21,13 @@ from game.completion_link import return_link
 from game.quality import platform_id
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
-from game.study import QUESTIONNAIRE, StudyConfig, explainers_of, fixed_order, study_slot
+from game.consent_form import questionnaire_problem
+from game.study import StudyConfig, explainers_of, fixed_order, study_slot
 
 from . import browser
 from .check_stages import CheckStages
 from .completion import completion_code
-from .participation import (ATTENTION_CHECK, CONSENT, DONE, GAME, INSTRUCTIONS, QUESTIONNAIRE_STAGE, SCREENED_OUT,
+from .participation import (ATTENTION_CHECK, CONSENT, DECLINED, DONE, GAME, INSTRUCTIONS, OVER, QUESTIONNAIRE_STAGE,
                             PlayError)
 from .release import claim_platform_id, consented_with, note_bound_elsewhere
 from .slots import deal_slot
@@ -86,10 +87,10 @@ class Play(CheckStages):
                 refused = (None if rebound else ANOTHER_BROWSER if bound["browser"] != binding["browser"]
                            else ANOTHER_SESSION if bound["session"] != binding["session"] else None)
                 if refused:
-                    if participant["stage"] not in (DONE, SCREENED_OUT):   # the console offers its release
+                    if participant["stage"] not in OVER:   # the console offers its release
                         note_bound_elsewhere(self.store, study.study_id, pid)
                     # a finished participation is over wherever it is opened: say so, not "open in another browser"
-                    raise PlayError(PARTICIPATION_OVER if participant["stage"] in (DONE, SCREENED_OUT) else refused)
+                    raise PlayError(PARTICIPATION_OVER if participant["stage"] in OVER else refused)
                 participant.update(binding=binding, last_seen=time.time())
                 # a connection that already joined this participant logs no second rejoin: a page joins once
                 # per connection, and a join flood must not grow the study's event log
@@ -123,7 +124,7 @@ class Play(CheckStages):
         if holder is None or holder == pid:
             return
         other = self.store.participant(study_id, holder)
-        if other is not None and other["stage"] not in (DONE, SCREENED_OUT):
+        if other is not None and other["stage"] not in OVER:
             note_bound_elsewhere(self.store, study_id, holder)
             raise PlayError(ANOTHER_SESSION)
         raise PlayError(TAKEN_PART)
@@ -179,13 +180,18 @@ class Play(CheckStages):
     def consent(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
             participant = self._participant(who, CONSENT, "consent")
-            if not payload["agree"]:
-                raise PlayError("you can only take part after agreeing; close the page if you do not want to")
+            form = self.store.study(participant["study"])[0].parsed_consent
+            if not payload["agree"]:      # declined: the participation ends, its slot goes to the next arrival
+                participant.update(stage=DECLINED, last_seen=time.time())
+                self.store.commit(participant=participant,
+                                  events=[self._event("decline", participant, consent_sha256=form.sha256)])
+                return self.view(*who)
             # the platform id is this participation's from here on: another session of it joins no more (join)
             study_id, pid = who
             self._not_taken_elsewhere(study_id, pid, claim_platform_id(self.store, study_id, platform_id(pid), pid))
             participant.update(stage=INSTRUCTIONS, last_seen=time.time())
-            self.store.commit(participant=participant, events=[self._event("consent", participant)])
+            self.store.commit(participant=participant, events=[self._event("consent", participant,
+                                                                           consent_sha256=form.sha256)])
         return self.view(*who)
 
     def begin(self, who: tuple[str, str], payload: dict) -> dict:
@@ -216,18 +222,12 @@ class Play(CheckStages):
     def questionnaire(self, who: tuple[str, str], payload: dict) -> dict:
         with self.store.locked(*who):
             participant = self._participant(who, QUESTIONNAIRE_STAGE, "send the questionnaire")
-            answers = payload["answers"]
-            demographics = self.store.study(participant["study"])[0].parsed_checks.demographics
-            known = {item["key"] for item in QUESTIONNAIRE} | {item.key for item in demographics}
-            unknown = sorted(set(answers) - known)
-            if unknown:
-                raise PlayError(f"unknown questionnaire item(s): {', '.join(unknown)}")
-            for item in QUESTIONNAIRE:
-                value = answers.get(item["key"])
-                if item["type"] == "scale" and value not in item["options"]:
-                    raise PlayError(f"please answer: {item['text']}")
-            about = self._demographics(demographics, answers)
-            answers = {k: v for k, v in answers.items() if k not in about}   # the questionnaire's own, as before
+            study = self.store.study(participant["study"])[0]
+            about = self._demographics(study.parsed_checks.demographics, payload["answers"])
+            answers = {k: v for k, v in payload["answers"].items() if k not in about}   # the questionnaire's own
+            problem = questionnaire_problem(study.parsed_questionnaire, answers)
+            if problem:
+                raise PlayError(problem)
             participant.update(stage=DONE, last_seen=time.time(), finished=time.time())
             earned = self._earned_code(participant)
             # the completion code is shown only from the state written here, i.e. after it is stored
@@ -251,7 +251,8 @@ class Play(CheckStages):
                                 "sessions": study.sessions},
                 "ratings": list(RATINGS),
                 "instructions": {"setting": self._setting_view(study), "modes": list(modes), "offer": study.offer},
-                "game": None, "questionnaire": QUESTIONNAIRE, "done": None}
+                "game": None, "questionnaire": [item.public() for item in study.parsed_questionnaire], "done": None,
+                "consent": study.parsed_consent.public() if participant["stage"] in (CONSENT, DECLINED) else None}
         if participant["stage"] == GAME and participant.get("current_game"):
             current = participant["current_game"]
             view["game"] = self.game_view(current, game if current == game_id else None)

@@ -3,7 +3,7 @@ in one atomic Lua step, so a crowd of joins is dealt in arrival order without a 
 with one, joins queued for seconds and were refused past 10 s).
 
 Per study, two keys: how many slots were dealt (`DEALT`), and each holder's "seen" score (`SEEN`, member
-"SLOT:PID"): +inf once they finished, -inf once screened out (their slot goes to the next arrival), else their
+"SLOT:PID"): +inf once they finished, -inf once screened out or declined consent (their slot goes to the next arrival), else their
 latest message (each commit of a participant with a slot sets it: `record_seen`). `deal_slot` takes the lowest
 dealt slot none of whose holders was seen after the dropout cutoff (all dropped out), else the next new one,
 and enters the newcomer as its holder: game/assignment.py `next_slot` over the same holders, so the same
@@ -40,7 +40,7 @@ def seen_score(participant: dict) -> float:
     """How a participant holds their slot (the stages of server/participation.py)."""
     if participant["stage"] == "done":
         return math.inf
-    return -math.inf if participant["stage"] == "screened_out" else participant["last_seen"]
+    return -math.inf if participant["stage"] in ("screened_out", "declined") else participant["last_seen"]
 
 
 def record_seen(pipe, participant: dict) -> None:

@@ -24,7 +24,7 @@ WEB_MODULES = (
     # what they read below them: the game's rules and study logic, the explainers' names and scales, the
     # world (the pool's scenes and renders) and the agents' checkpoints (located, never loaded)
     "game", "game.assignment", "game.checks", "game.commands", "game.export", "game.image_pool", "game.image_sets",
-    "game.completion_link", "game.export_signature", "game.fingerprints", "game.offer", "game.pool",
+    "game.completion_link", "game.consent_form", "game.export_signature", "game.fingerprints", "game.offer", "game.pool",
     "game.preregistration", "game.quality", "game.rules", "game.seeding", "game.settings", "game.state",
     "game.study",
     "explainers", "explainers.registry", "explainers.scales", "explainers.table_entry",

@@ -10,7 +10,8 @@ among those who stay. So every participant who joined is counted exactly once, a
     joined   = not consented + screened out + dropped + finished
     finished = excluded + analysed + finished without an analysed game
 
-- not consented: joined (and were dealt an arm) but never agreed to take part: no data, never treated;
+- not consented: joined (and were dealt an arm) but never agreed to take part: no data, never treated; of them,
+  `declined` pressed the consent form's decline button (the others left on the consent page);
 - screened out: ended by a check (game/checks.py `on_fail: screen_out`), by which check;
 - dropped: consented, not screened out, not finished, by the last block (session + 1) in which they finished a
   game, or before any game; whoever was still playing when the data was exported counts here too;
@@ -94,7 +95,8 @@ SEED = 0
 NO_ARM = "(no arm)"
 
 DEFINITION = (
-    "Everyone who joined is counted once: joined = not consented + screened out (by the check that ended the "
+    "Everyone who joined is counted once: joined = not consented (of whom `declined` declined on the consent form) "
+    "+ screened out (by the check that ended the "
     "participation) + dropped (consented, not screened out, not finished: by the last block in which they finished "
     "a game, or before any game; anyone still playing when the data was exported counts here) + finished; "
     "finished = excluded (by the analysis's exclusion rules; a participant with two of the flags counts under both "
@@ -176,6 +178,7 @@ def _people(tables: Tables, frames: Frames, games: pd.DataFrame, exclusions: dic
     screened = _present(p, "screened_out")
     finished = _present(p, "finished")
     p["status"] = np.select([~consented, screened, finished], ["not_consented", "screened_out", "finished"], "dropped")
+    p["declined"] = _present(p, "declined")
     p["screened_by"] = p["screened_out"].astype(object).where(screened, None) if "screened_out" in p else None
 
     assignments = tables.assignments.drop_duplicates(["study", "participant"], keep="last") \
@@ -295,6 +298,7 @@ def _row(group: pd.DataFrame, arm: str, order: str | None) -> dict:
     return {
         "arm": arm, "order": order, "joined": len(group),
         "not_consented": int((status == "not_consented").sum()),
+        "declined": int(group["declined"].sum()),     # of those not consented: who pressed the consent's decline
         "screened_out": int((status == "screened_out").sum()),
         "screened_out_by": _counts(group.loc[status == "screened_out", "screened_by"].astype(str)),
         "dropped": len(dropped),

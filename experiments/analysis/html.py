@@ -368,8 +368,10 @@ def _flow_section(flow) -> str:
                  f"block unknown: {_e(unknown)}" if unknown else "",
                  f"excluded by the rules: {_e(flagged)}" if flagged else ""]
         linked = r.get("arm_chosen_by_link") or 0
+        declined = r.get("declined")
         arm = f"<b>{_e(r.get('arm'))}</b>" if r.get("arm") == "all" else _e(r.get("arm"))
-        return [arm, _e(r.get("order") or DASH), _e(r.get("joined")), _e(r.get("not_consented")),
+        return [arm, _e(r.get("order") or DASH), _e(r.get("joined")),
+                f"{_e(r.get('not_consented'))}{small(f'declined: {_e(declined)}' if declined else '')}",
                 f"{_e(r.get('screened_out'))}{small(by(r.get('screened_out_by')))}",
                 f"{_e(r.get('dropped'))}{small('; '.join(w for w in where if w))}", _e(r.get("finished")),
                 f"{_e(r.get('excluded'))}{small(by(r.get('excluded_by')))}", _e(r.get("analysed")),

@@ -1,6 +1,7 @@
 // A question answered by choosing one option: a fieldset of radio buttons (questionnaire scales,
 // demographics, the comprehension and attention checks). The choice is kept in `answers[item.key]`, so a
-// re-render (busy, an error) keeps it; the first radio is `required`, so the form asks for an answer.
+// re-render (busy, an error) keeps it; the first radio is `required` (unless the item says `required: false`), so
+// the form asks for an answer.
 import { h } from "./dom.js";
 
 export function choiceGroup(item, idPrefix, answers) {
@@ -9,7 +10,7 @@ export function choiceGroup(item, idPrefix, answers) {
     h("div", {class: "scale-options"}, (item.options || []).map((option, k) => {
       const id = `${idPrefix}-${k}`;
       return h("label", {for: id, class: "scale-option"},
-        h("input", {type: "radio", id, name: item.key, value: option, required: k === 0, checked: answers[item.key] === option,
+        h("input", {type: "radio", id, name: item.key, value: option, required: k === 0 && item.required !== false, checked: answers[item.key] === option,
                     onchange: () => { answers[item.key] = option; }}),
         " ", option);
     })));

@@ -7,6 +7,7 @@ import * as attention_check from "./views/attention_check.js";
 import * as colour_screen from "./views/colour_screen.js";
 import * as comprehension from "./views/comprehension.js";
 import * as consent from "./views/consent.js";
+import * as declined from "./views/declined.js";
 import * as done from "./views/done.js";
 import * as game from "./views/game.js";
 import * as instructions from "./views/instructions.js";
@@ -14,7 +15,8 @@ import * as questionnaire from "./views/questionnaire.js";
 import * as screened_out from "./views/screened_out.js";
 import { closeZoomOf } from "./views/zoom.js";
 
-const VIEWS = {consent, instructions, comprehension, colour_screen, game, attention_check, questionnaire, done, screened_out};
+const VIEWS = {consent, instructions, comprehension, colour_screen, game, attention_check, questionnaire, done, screened_out,
+               declined};
 const JOIN_PARAMS = ["study", "pid", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId", "arm"];
 const PARTICIPANT_PARAMS = ["pid", "PROLIFIC_PID", "workerId"];
 const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -19,7 +19,7 @@ from experiments.analysis.html import render_html
 from experiments.analysis.preregistered import describe
 from experiments.analysis.write import format_summary
 from game.export import write_export
-from game.preregistration import FORMAT_1, NOT_FROZEN, digest
+from game.preregistration import ADDED_SINCE, FORMAT_1, NOT_FROZEN, digest
 from game.quality import FLAGS
 from game.study import StudyConfig, load_study
 
@@ -93,7 +93,7 @@ def test_preregister_writes_the_document_and_the_study_carries_its_hash(tmp_path
     assert registered["analysis"] == {"alpha": 0.05, "sides": "two-sided"}
     # the whole config but how participants are paid, the title and the assignment seed (and fields added since
     # the format at their old value: a controlled study's offer is "always")
-    assert set(registered["study"]) == {f.name for f in dataclasses.fields(StudyConfig)} - set(NOT_FROZEN) - {"offer"}
+    assert set(registered["study"]) == {f.name for f in dataclasses.fields(StudyConfig)} - set(NOT_FROZEN) - set(ADDED_SINCE)
     assert registered["study"]["settings"] == {} and registered["study"]["order"] == "counterbalanced"
     assert set(section["fields"]) >= {"agent", "settings", "arms", "nle", "choose_arm", "checks", "pool",
                                       "preregistration.exclusions"}
@@ -221,7 +221,9 @@ def test_a_study_without_registration_keeps_todays_default(tmp_path):
 @pytest.mark.parametrize("field,value", [("agent", "strong"), ("settings", {"start_points": 50}),
                                          ("arms", ["none", "attention", "relqa", "both"]), ("nle", True),
                                          ("games_per_session", 4), ("checks", {"attention": {"every": 5}}),
-                                         ("pool", "holiday")])
+                                         ("pool", "holiday"), ("consent", {"contact": "someone@example.org"}),
+                                         ("questionnaire", [{"key": "effort", "text": "How hard did you try?",
+                                                             "options": ["Hard", "Not hard"]}])])
 def test_every_rule_of_a_registered_study_is_frozen_and_a_change_is_named(tmp_path, field, value):
     """What a new user tried: the agent changed to `strong` after registering was accepted, and a setting
     changed gave the same hash."""

@@ -1,5 +1,5 @@
-// Stage "questionnaire": the items of state.questionnaire; scale items as radio groups (required),
-// text items as an optional textarea; then the study's demographics items (state.demographics: choices,
+// Stage "questionnaire": the items of state.questionnaire (the study's, game/consent_form.py); scale and choice
+// items as radio groups, text items as a textarea, each required as the item says; then the study's demographics items (state.demographics: choices,
 // each with "Prefer not to say", and optional text). Submits `questionnaire {answers: {key: value}}`.
 import { choiceGroup } from "../choices.js";
 import { h } from "../dom.js";
@@ -19,7 +19,7 @@ export function render(state, ctx) {
   return h("section", {class: "page questionnaire"},
     h("h1", {tabindex: "-1", text: "A few last questions"}),
     h("form", {id: "questionnaire", onsubmit: submit},
-      items.map((item, i) => (item.type === "scale" ? choiceGroup(item, `q${i}`, answers) : textItem(item, `q${i}`, answers))),
+      items.map((item, i) => (item.type !== "text" ? choiceGroup(item, `q${i}`, answers) : textItem(item, `q${i}`, answers))),
       about.length ? h("section", {class: "demographics", "aria-labelledby": "about-you"},
         h("h2", {id: "about-you", text: "About you"}),
         h("p", {class: "hint", text: "These answers describe who took part. Choose “Prefer not to say” for anything you would rather not tell."}),
@@ -38,5 +38,6 @@ function textItem(item, id, answers) {
   return h("div", {class: "question-item text"},
     h("label", {for: id, text: item.text}),
     h("textarea", {id, name: item.key, rows: "3", maxlength: String(MAX_TEXT), dataset: {key: item.key},
+                   required: Boolean(item.required),
                    oninput: (event) => { answers[item.key] = event.target.value; }}, answers[item.key] || ""));
 }
