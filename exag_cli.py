@@ -10,7 +10,7 @@ import argparse
 import sys
 from functools import partial
 
-from experiments import analyze, preregister
+from experiments import analyze, codes, preregister
 from experiments.benchmark import commands as benchmark
 from experiments.simulate import commands as simulation
 from explainers import commands as explainers
@@ -44,6 +44,7 @@ COMMANDS = {
     "train": (add_train_arguments, "train models (the VQA agent)"),
     "pool": (pool.add_arguments, "import a folder of your own images as a game pool"),
     "study": (study.add_arguments, "check study files offline (`exag study check FILE`)"),
+    "codes": (codes.add_arguments, "check the completion codes Prolific recorded against the ones the study gave"),
     "ask": (agent.add_ask_arguments, "ask an agent questions about an image"),
     "explain": (explainers.add_explain_arguments, "explain an agent's answer with explainer plugins"),
     "bench": (benchmark.add_arguments, "benchmarks that print and save measured figures"),
