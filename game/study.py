@@ -40,7 +40,7 @@ from vqa_agent.checkpoints import HF_CAPABILITIES, checkpoint_files, is_hf_agent
 from . import preregistration
 from .assignment import ORDERS, PLAYED, Slot, slot
 from .checks import Checks, parse_checks
-from .consent_form import DEFAULT_QUESTIONNAIRE, ConsentForm, Item, parse_consent, parse_questionnaire
+from .consent_form import AGREEMENT, DEFAULT_QUESTIONNAIRE, ConsentForm, Item, parse_consent, parse_questionnaire
 from .offer import OFFERS
 from .settings import GameSettings, settings_named
 

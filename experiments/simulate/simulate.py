@@ -85,7 +85,7 @@ from game.participant import DEFAULT_MIX, PRESETS, SimulatedParticipant, with_mi
 from game.rules import RuleError
 from game.seeding import seeded_rng
 from game.settings import RATINGS, settings_named
-from game.study import AGREEMENT, StudyConfig, arm_modes, is_sham, load_study, missing_checkpoint
+from game.study import AGREEMENT, QUESTIONNAIRE, StudyConfig, arm_modes, is_sham, load_study, missing_checkpoint
 from server import browser
 from server.app import create_app, load_studies
 from server.config import ServerConfig
@@ -442,16 +442,20 @@ class Played:
     finished: bool = False
 
 
-def questionnaire(games: list[dict], demographics: list[dict] = ()) -> dict[str, str]:
-    """The end questionnaire: "the explanations helped me" from the participant's own helpfulness ratings of
-    rounds with explanations (their mean, 5 = "Helping a lot", on the agreement scale); the rest neutral. A
-    simulated participant has no age or country: each demographics item (the study's `checks`, as the page
-    is sent them) is answered "Prefer not to say", a text item left empty."""
+def questionnaire(games: list[dict], items: list[dict] = QUESTIONNAIRE, demographics: list[dict] = ()) -> dict[str, str]:
+    """The end questionnaire, the study's items as the page is sent them: "the explanations helped me" (the default
+    item `explanations_helped`) from the participant's own helpfulness ratings of rounds with explanations (their
+    mean, 5 = "Helping a lot", on the agreement scale); every other choice its middle option, a required text
+    "simulated participant", an optional one empty. A simulated participant has no age or country: each
+    demographics item (the study's `checks`) is answered "Prefer not to say", a text item left empty."""
     scores = [len(RATINGS) - RATINGS.index(r) for g in games for r in g["explained_ratings"]]
     helped = AGREEMENT[int(round(np.mean(scores))) - 1] if scores else "Neutral"
+    answers = {item["key"]: item["options"][len(item["options"]) // 2] if item["type"] != "text"
+               else "simulated participant" if item.get("required") else "" for item in items}
+    if answers.get("explanations_helped") in AGREEMENT:
+        answers["explanations_helped"] = helped
     about = {item["key"]: PREFER_NOT if item["type"] == "choice" else "" for item in demographics}
-    return {"trust": "Neutral", "explanations_helped": helped, "understood": "Neutral",
-            "strategy": "simulated participant", "comments": "", **about}
+    return {**answers, **about}
 
 
 def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, played: Played,
@@ -486,7 +490,8 @@ def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, 
         on_game()
         view = connection.send("next_game", {"game_id": game["game_id"]})
     if view["stage"] == "questionnaire":
-        view = connection.send("questionnaire", {"answers": questionnaire(played.games, view.get("demographics", []))})
+        view = connection.send("questionnaire", {"answers": questionnaire(played.games, view["questionnaire"],
+                                                                          view.get("demographics", []))})
     played.finished = view["stage"] == "done"
     return played
 

@@ -127,3 +127,14 @@ def test_study_check_tells_a_paid_study_what_its_information_sheet_lacks(tmp_pat
     assert "warning" not in check_file(path)
     path.write_text(json.dumps({"study_id": "lab", "kind": "controlled", "arms": ["none"]}))
     assert "warning" not in check_file(path)         # not recruited on a platform: the defaults will do
+
+
+def test_simulated_participants_answer_a_studys_own_questionnaire_as_the_server_checks_it():
+    from experiments.simulate.simulate import questionnaire
+
+    items = parse_questionnaire(QUESTIONNAIRE)
+    answers = questionnaire([], [item.public() for item in items])
+    assert questionnaire_problem(items, answers) == ""
+    assert answers == {"effort": "Not hard", "strategy": "simulated participant", "comments": ""}
+    default = questionnaire([{"explained_ratings": ["Helping a lot"]}], [item.public() for item in DEFAULT_QUESTIONNAIRE])
+    assert default["explanations_helped"] == "Strongly agree" and default["trust"] == "Neutral"
