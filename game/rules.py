@@ -48,9 +48,10 @@ def _expect(state: GameState, phase: str, doing: str) -> None:
     raise RuleError(f"cannot {doing} now")
 
 
-def ask(state: GameState, question: str, answer: str) -> tuple[GameState, dict]:
+def ask(state: GameState, question: str, answer: str, notice: str | None = None) -> tuple[GameState, dict]:
     """A question (already answered by the agent about the secret image) costs p_i; in controlled games
-    with explanations they come with every round at no extra cost."""
+    with explanations they come with every round at no extra cost. `notice`: what the player is told of a
+    question the agent could not read exactly (game/unread_question.py); such a round costs the same."""
     _expect(state, ASKING, "ask")
     text = question.strip() if isinstance(question, str) else ""
     if not text:
@@ -63,10 +64,10 @@ def ask(state: GameState, question: str, answer: str) -> tuple[GameState, dict]:
         raise RuleError(f"not enough points for another question (it costs {state.settings.question_cost}, "
                         f"you have {state.points}); make your guess")
     explained = state.with_explanations and not state.settings.explanations_at_will
-    round_ = Round(text, answer, explained=explained, cost=state.settings.question_cost)
+    round_ = Round(text, answer, explained=explained, cost=state.settings.question_cost, notice=notice)
     state = replace(state, rounds=state.rounds + (round_,), phase=RATING)
     return state, {"type": "question", "question": text, "answer": answer, "cost": round_.cost,
-                   "explained": explained, "points": state.points}
+                   "explained": explained, "points": state.points, **({"notice": notice} if notice else {})}
 
 
 def buy_explanations(state: GameState) -> tuple[GameState, dict]:

@@ -19,6 +19,8 @@ class Round:
     explained: bool = False              # explanations were shown this round
     cost: int = 0                        # points this round cost (question and explanations)
     rating: str | None = None            # the player's helpfulness rating, required before going on
+    notice: str | None = None            # what the player is told of a question the agent could not read exactly
+                                         # (game/unread_question.py); None: read exactly, or no parser applies
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def player_view(state: GameState) -> dict:
             "explanations_at_will": state.settings.explanations_at_will,
             "with_explanations": state.with_explanations, "offered": state.offered, "phase": state.phase,
             "rounds": [{"question": r.question, "answer": r.answer, "explained": r.explained, "cost": r.cost,
-                        "rating": r.rating} for r in state.rounds],
+                        "rating": r.rating, "notice": r.notice} for r in state.rounds],
             "questions_left": state.settings.max_questions - len(state.rounds),
             "questions_allowed": questions_allowed(state)}
     if state.phase == FINISHED:

@@ -57,7 +57,7 @@ def answer_rounds(predictor: Predictor, pairs: list[tuple[RoundJob, RoundRequest
             continue
         fresh: dict = {}
         try:
-            finished.append(finish_round(job, result, pool, known, fresh))
+            finished.append(finish_round(job, result, pool, known, fresh, predictor.agent))
         except Exception:                   # noqa: BLE001 - one round's grading fails only itself
             log.exception("grading failed")
             finished.append({"error": ROUND_FAILED})

@@ -86,7 +86,7 @@ class GameStage(Participation):
             started = time.perf_counter()
             result, shown, graded = self._answer(state, record, text,
                                                  tuple(record["modes"]) if controlled_explanations else (), ())
-            state, event = rules.ask(state, question, result["answer"])
+            state, event = rules.ask(state, question, result["answer"], result.get("notice"))
             event.update(round=len(state.rounds) - 1, **graded, explanations=shown["log"],
                          inference_ms=result["inference_ms"], batch_rounds=result["batch_rounds"],
                          ask_to_answer_ms=(time.perf_counter() - started) * 1000)

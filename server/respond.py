@@ -20,17 +20,21 @@ MASK_CACHE = 4096          # pool images whose instance masks a worker keeps for
 
 
 def finish_round(job: RoundJob, result: RoundResult, pool: GamePool, cached: dict | None = None,
-                 fresh: dict | None = None) -> dict:
+                 fresh: dict | None = None, agent=None) -> dict:
     """What the web process needs of a round: the answer about the secret, its grade and the parsed
-    question (`graded`), the explanations to show (player-safe, keyed by image token) and to log (graded,
-    without pixel masks), and the round's inference figures. `cached`: (explainer, position) -> the
+    question (`graded`), the player's notice when `agent` could not read the question exactly (`notice`,
+    game/unread_question.py), the explanations to show (player-safe, keyed by image token) and to log
+    (graded, without pixel masks), and the round's inference figures. `cached`: (explainer, position) -> the
     product (`explained`) of an explanation computed before (server/explanation_cache.py), used as it is;
     `fresh`, when given, gets the product of each explanation made here, under the same key."""
     from explainers.grading import GroundTruth, grade_answer
+    from game import unread_question
     from vqa_agent.world.parser import parse_program
     from vqa_agent.world.programs import program_to_json
 
     program = parse_program(job.question)
+    notice = unread_question.notice(job.question) \
+        if program is None and unread_question.applies(agent, pool.has_ground_truth) else None
     truths: dict[int, GroundTruth] = {}
     has_explanations = any(result.for_every_image) or bool(result.for_the_secret)
 
@@ -71,7 +75,7 @@ def finish_round(job: RoundJob, result: RoundResult, pool: GamePool, cached: dic
     logged += [log_entry for _, log_entry in pairs]
     shown = {"view": {"for_every_image": view_every, "for_the_secret": view_secret}
              if (job.for_every_image or job.for_the_secret) else None, "log": logged}
-    return {"answer": secret_output.answer, "graded": graded, "shown": shown,
+    return {"answer": secret_output.answer, "graded": graded, "shown": shown, "notice": notice,
             "inference_ms": result.seconds * 1000, "batch_rounds": result.batch_rounds}
 
 

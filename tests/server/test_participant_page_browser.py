@@ -1,5 +1,5 @@
 """Issue 44, the participant's page, in Debian's Chromium against a real server: on a 390x844 phone the
-explanations bought come into view with the rating box right below them; after an answer no rating button
+explanations bought come into view with the rating box after them (issue 55: after the board's too); after an answer no rating button
 has the focus (a stray Enter rates nothing); the instructions say what the study's points pay for; the
 question box shows its whole placeholder on a phone and a desktop; the screen-reader region forgets the last
 game's answer at the next game; an error banner lies over the page and does not move the board."""
@@ -31,9 +31,10 @@ def test_on_a_phone_the_explanations_bought_are_in_view_with_the_rating_below(br
     # the explanation text on screen, below the sticky header, not three screens down under the board
     assert text["y"] >= header["y"] + header["height"] - 1, (header, text)
     assert text["y"] + text["height"] <= PHONE["height"] + 1, text
-    # ... and the rating right below what it rates, before the board
+    # ... and the rating after what it rates: the explanations about the secret and the board's heatmaps (issue 55)
     assert rating["y"] >= text["y"] + text["height"] - 1, (text, rating)
-    assert page.locator(".grid-section").bounding_box()["y"] >= rating["y"] + rating["height"] - 1
+    board = page.locator(".grid-section").bounding_box()
+    assert rating["y"] >= board["y"] + board["height"] - 1, (board, rating)
     assert not errors, errors
 
 

@@ -57,12 +57,27 @@ export function render(state, ctx) {
   if (!game) return h("section", {}, h("h1", {tabindex: "-1", text: "Preparing the next game…"}));
   const ui = gameUi(ctx, game);
   const shown = shownRound(game, ui);
-  return h("div", {class: `game phase-${game.phase}`},
+  const rated = ratedExplanations(game);
+  // The rating box comes after every explanation of the round it rates (style.css): on one column (phones,
+  // narrow windows) the answer, the explanations about the secret, the board when it carries the round's
+  // explanations, then the rating; on two columns the board on the left, and on the right the answer, the
+  // explanations about the secret, then the rating.
+  return h("div", {class: `game phase-${game.phase}${rated.onBoard ? " rated-on-board" : ""}`},
     statusBar(state, game),
     h("div", {class: "game-layout"},
-      h("div", {class: "game-main"}, gridView(game, ui, shown, ctx), secretPanel(game, shown)),
+      h("div", {class: "game-main"}, gridView(game, ui, shown, ctx)),
       h("aside", {class: "game-side", "aria-label": "Ask, rate and guess"},
-        latestAnswer(game, ctx), controls(state, game, ui, ctx), historyView(game, ui, shown, ctx))));
+        latestAnswer(game, rated, ctx), secretPanel(game, shown), controls(state, game, ui, ctx),
+        historyView(game, ui, shown, ctx))));
+}
+
+// Where the explanations of the latest round (the one a rating is about) lie: on the board (every image's) and
+// in the panel about the secret.
+function ratedExplanations(game) {
+  const last = game.rounds[game.rounds.length - 1];
+  const explanations = (last && last.explanations) || {};
+  return {onBoard: Object.values(explanations.for_every_image || {}).some((list) => (list || []).length > 0),
+          aboutTheSecret: (explanations.for_the_secret || []).length > 0};
 }
 
 function statusBar(state, game) {
@@ -89,16 +104,22 @@ function questionsAllowed(game) {
   return Number.isInteger(game.questions_allowed) ? game.questions_allowed : game.questions_left;
 }
 
-function latestAnswer(game, ctx) {
+function latestAnswer(game, rated, ctx) {
   const last = game.rounds[game.rounds.length - 1];
   if (ctx.ui.busy === "ask") {
     return h("div", {class: "latest thinking", "aria-busy": "true"},
       h("span", {class: "spinner", "aria-hidden": "true"}), "The agent is thinking…");
   }
   if (!last) return null;
+  const where = rated.onBoard && rated.aboutTheSecret ? "on the images and about the secret image"
+    : rated.onBoard ? "on the images" : "about the secret image";
   return h("div", {class: "latest"},
     h("div", {class: "latest-question"}, "You asked: ", h("q", {text: last.question})),
-    h("div", {class: "latest-answer"}, "The agent says: ", h("strong", {id: "latest-answer", text: last.answer})));
+    h("div", {class: "latest-answer"}, "The agent says: ", h("strong", {id: "latest-answer", text: last.answer})),
+    // the server's word when the agent could not read the question exactly (game/unread_question.py)
+    last.notice ? h("p", {class: "question-notice", id: "question-notice", role: "note", text: last.notice}) : null,
+    game.phase === "rating" && (rated.onBoard || rated.aboutTheSecret) ?
+      h("p", {class: "hint", id: "rated-hint", text: `Look at its explanations ${where} before you rate.`}) : null);
 }
 
 function controls(state, game, ui, ctx) {
@@ -241,25 +262,28 @@ export function focusTarget(root, state, previous, ctx) {
   return null;
 }
 
-// What a rating is about in view, then the rating box: where the layout puts the explanations about the
-// secret right above the rating box (phones: style.css), the answer and those explanations come into view
-// from their top with the rating right below them, never a rating of something off-screen; otherwise the
-// whole box (below the sticky header: style.css scroll-padding), not just its first button.
+// What a rating is about in view. On one column (style.css: the side's parts are laid out among the board's) the
+// answer from its top, below the sticky header (style.css scroll-padding), with the explanations it rates after
+// it and the rating box after them, never a rating above explanations off-screen; where the answer and the
+// explanations about the secret do not fit on the screen together, those explanations from their top. On two
+// columns the answer, the explanations about the secret and the rating box lie in that order beside the board:
+// the answer comes into view. main.js then focuses the rating group without scrolling.
 function showWhatIsRated(root, ctx) {
   const box = root.querySelector(".rating-box");
-  if (!box) return;
-  const panel = root.querySelector(".secret-panel");
-  const above = panel && panel.getBoundingClientRect().bottom <= box.getBoundingClientRect().top + 1;
-  if (!above) {
-    box.scrollIntoView({block: "nearest"});
+  const latest = root.querySelector(".latest");
+  const side = root.querySelector(".game-side");
+  if (!box || !latest || !side) return;
+  ctx.ui.scrolled = true;
+  if (getComputedStyle(side).display !== "contents") {
+    latest.scrollIntoView({block: "nearest"});
     return;
   }
-  const latest = root.querySelector(".latest");
+  const rect = (el) => el.getBoundingClientRect();
+  const panel = root.querySelector(".secret-panel");
   const header = root.querySelector(".status-bar");
-  const room = window.innerHeight - (header ? header.getBoundingClientRect().height : 0);
-  const fromLatest = latest && panel.getBoundingClientRect().bottom - latest.getBoundingClientRect().top <= room;
-  (fromLatest ? latest : panel).scrollIntoView({block: "start"});
-  ctx.ui.scrolled = true;     // main.js focuses the rating group without scrolling it away
+  const room = window.innerHeight - (header ? rect(header).height : 0);
+  const panelFirst = panel && rect(panel).bottom <= rect(box).top + 1 && rect(panel).bottom - rect(latest).top > room;
+  (panelFirst ? panel : latest).scrollIntoView({block: "start"});
 }
 
 export function onKey(event, state, ctx) {

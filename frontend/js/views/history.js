@@ -1,4 +1,5 @@
-// The rounds of a game so far, newest first: question, answer, cost, rating, and for rounds with
+// The rounds of a game so far, newest first: question, answer, whether the agent could read the question
+// exactly (the round's `notice`), cost, rating, and for rounds with
 // explanations a button that shows them on the grid again (an earlier round's are fetched from the
 // server the first time, see round_explanations.js fetchRound).
 import { h, plural } from "../dom.js";
@@ -24,6 +25,8 @@ function roundItem(game, round, index, ui, shown, ctx) {
     h("div", {class: "round-answer"},
       h("span", {class: "answer-label", text: "Answer: "}),
       h("strong", {class: "answer", text: round.answer})),
+    // the server's notice of a question the agent could not read exactly: in full under the latest answer (game.js)
+    round.notice ? h("div", {class: "round-notice", title: round.notice, text: "Not read exactly: the answer is a guess"}) : null,
     h("div", {class: "round-meta", text: meta.join(" · ")}),
     explanationsButton(game, round, index, ui, isShown, ctx));
 }
