@@ -49,6 +49,7 @@ READ_BY_ANALYSIS: dict[str, dict[str, str]] = {
     "rounds": {
         "game_id": "", "round": "", "explained": "which games used explanations",
         "answer_correct": "answer correctness (Fig. 10)", "answer_grade": "automatic answer grades",
+        "parsed": "the rounds whose question the parser could not read (ungraded_rounds)",
     },
     "ratings": {
         "game_id": "", "round": "", "rating": "helpfulness ratings (Figs. 6-8)",

@@ -29,6 +29,10 @@ report over several studies shows each study kind apart (kinds.py).
 - correlations: per explainer, explanation correctness (higher = better) with the answer's correctness
   (ANSWER_SCALE, higher = better) over items; Pearson and Spearman with CIs (paper: 0.37 RelQAs,
   0.33 attention, from raters).
+- ungraded_rounds: what the automatic grades leave out, by study and arm: the rounds whose question the
+  parser could not read (rounds.parsed false: the agent answered from the words it knows and the player was
+  told so in the round, game/unread_question.py), those parsed but ill-posed on the secret's scene ("the
+  cube" where there are two), and those of an imported pool (no scenes); counts and shares of all rounds.
 """
 from __future__ import annotations
 
@@ -229,3 +233,46 @@ def correlations(frames: Frames) -> dict:
                        **{e: correlation(x[graded["explainer"] == e], y[graded["explainer"] == e])
                           for e in paper_order(graded["explainer"].dropna().unique())}}
     return out
+
+
+UNGRADED_DEFINITION = (
+    "rounds of finished games whose answer has no automatic grade, out of all of them: not_parsed, the question was "
+    "outside the parser's language (rounds.parsed false; the agent answered from the words it knows and the player "
+    "was told so in the round); ill_posed, parsed but with no single answer on the secret's scene (answer_grade "
+    "'ungradable'); no_ground_truth, played on an imported pool, which has no scenes (answer_grade 'ungraded'); "
+    "ungraded counts all three and any round without a grade. Answer correctness (Fig. 10) and the automatic grades "
+    "are over the graded rounds only")
+
+
+def _ungraded_cell(rounds: pd.DataFrame) -> dict:
+    grade = rounds["answer_grade"] if "answer_grade" in rounds else pd.Series(np.nan, index=rounds.index)
+    parsed = rounds["parsed"] if "parsed" in rounds else pd.Series(np.nan, index=rounds.index)
+    n = int(len(rounds))
+    imported = grade == UNGRADED
+    counts = {"rounds": n, "graded": int(grade.isin(ANSWER_SCALE).sum()),
+              "not_parsed": int(((parsed == 0.0) & ~imported).sum()),
+              "ill_posed": int(((parsed == 1.0) & (grade == "ungradable")).sum()),
+              "no_ground_truth": int(imported.sum())}
+    counts["ungraded"] = n - counts["graded"]
+    for key in ("ungraded", "not_parsed"):
+        counts[f"share_{key}"] = counts[key] / n if n else None
+    return counts
+
+
+def ungraded_rounds(frames: Frames) -> dict:
+    """The rounds the automatic grades leave out (module doc), overall and by study and arm."""
+    rounds = frames.rounds
+    studies = {str(study): {"overall": _ungraded_cell(mine),
+                            "arms": {str(arm): _ungraded_cell(of_arm) for arm, of_arm in mine.groupby("arm", sort=True)}}
+               for study, mine in rounds.groupby("study", sort=True)}
+    return {"overall": _ungraded_cell(rounds), "studies": studies, "definition": UNGRADED_DEFINITION}
+
+
+def not_parsed_note(ungraded: dict) -> str | None:
+    """The report's note when some rounds' questions were outside the parser's language."""
+    overall = ungraded.get("overall") or {}
+    if not overall.get("not_parsed"):
+        return None
+    return (f"{overall['not_parsed']} of {overall['rounds']} rounds ({100 * overall['share_not_parsed']:.1f}%) asked a "
+            "question the parser could not read (rounds.parsed false): their answers are ungraded and left out of answer "
+            "correctness and the automatic grades (ungraded_rounds has them by study and arm)")

@@ -38,7 +38,7 @@ TEXT = {"game_id", "study", "participant", "arm", "setting", "modes", "rating", 
         "answer_grade", "flags", "rater", "item", "game", "explanation_rating", "answer_rating", "question",
         "order"}      # a participant's order of blocks (abab | baba; games and participants tables)
 FLAGS = {"with_explanations", "won", "right", "explained", "answer_correct", "is_secret", "for_the_secret",
-         "game_won", "straight_lined", "offered",
+         "game_won", "straight_lined", "offered", "parsed",
          # participant checks (game/checks.py; game/export.py _check_result)
          "comprehension_passed", "comprehension_failed", "colour_screen_passed", "colour_screen_failed",
          "attention_failed"}

@@ -737,6 +737,29 @@ def counts_section(report: dict) -> str:
                   rows, 2, 7)
 
 
+def ungraded_section(ungraded) -> str:
+    """The rounds the automatic grades leave out, by study and arm (correctness.ungraded_rounds)."""
+    if not isinstance(ungraded, dict) or _missing(ungraded):
+        return f'<p class="muted">Ungraded rounds: {_e((ungraded or {}).get("missing", "not computed"))}</p>'
+
+    def row(study: str, arm: str, c: dict) -> list[str]:
+        return [study, arm, _e(c.get("rounds")), _e(c.get("graded")),
+                f"{_e(c.get('ungraded'))} ({_pct(c.get('share_ungraded'))})",
+                f"{_e(c.get('not_parsed'))} ({_pct(c.get('share_not_parsed'))})", _e(c.get("ill_posed")),
+                _e(c.get("no_ground_truth"))]
+    rows = []
+    for study, of_study in (ungraded.get("studies") or {}).items():
+        rows += [row(_e(study), _e(arm), c) for arm, c in (of_study.get("arms") or {}).items()]
+        if len(of_study.get("arms") or {}) > 1:
+            rows.append(row(_e(study), "<i>all arms</i>", of_study.get("overall") or {}))
+    if len(ungraded.get("studies") or {}) > 1:
+        rows.append(row("<b>all</b>", "", ungraded.get("overall") or {}))
+    return ('<h3 id="ungraded-rounds">Rounds without an automatic grade</h3>'
+            + _table(["study", "arm", "rounds", "graded", "ungraded", "question not read by the parser", "ill-posed",
+                      "imported pool"], rows, 2)
+            + f'<p class="muted small">{_e(ungraded.get("definition"))}.</p>')
+
+
 def figures_section(report: dict, figures: list[Path]) -> str:
     pngs = {Path(p).stem: Path(p) for p in figures if Path(p).suffix == ".png"}
     out = ""
@@ -1011,7 +1034,8 @@ def render_html(report: dict, figures: list[Path], title: str | None = None, ref
         " · <a href=\"#missing\">Missing</a> · <a href=\"#studies\">Per study</a></nav>",
         "".join(f'<p class="warning"><b>Too few participants.</b> {_e(w)}.</p>' for w in report.get("warnings") or []),
         preregistration_section(report),
-        "<h2>Data</h2>", counts_section(report), balance_section(report.get("design")),
+        "<h2>Data</h2>", counts_section(report), ungraded_section(report.get("ungraded_rounds")),
+        balance_section(report.get("design")),
         _flow_section(report.get("flow")),
         f"<h2 id=\"table1\">Table 1: controlled study, score / win rate by mode{_label(report, 'controlled')}</h2>",
         table1(report.get("controlled"), report.get("paper")),

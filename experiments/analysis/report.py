@@ -158,6 +158,10 @@ report = {
                  "interaction": gee + {"model", "term"},  # won ~ group + low + group x low, clustered
                  "exploratory": true, "post_hoc": str},
              "exploratory": true, "post_hoc": str}  # the "at least one good explanation" grouping is post hoc
+  "ungraded_rounds": {"overall": ungraded, "studies": {study_id: {"overall": ungraded, "arms": {arm: ungraded}}},
+                      "definition": str} | {"missing"},   # correctness.py: the rounds no automatic grade covers
+    ungraded = {"rounds", "graded", "ungraded", "not_parsed", "ill_posed", "no_ground_truth": int,
+                "share_ungraded", "share_not_parsed": float | None}   # shares of "rounds"
   "correlations": {"automatic": {"overall"|explainer: corr} | {"missing"},
                    "raters": {...} | {"missing"}, "paper": {"relqa": 0.37, "attention": 0.33}, "measure": str},
   "agreement": {"raters": {"explanation": alpha, "answer": alpha, "n_raters"} | {"missing"},
@@ -252,7 +256,7 @@ from .at_will import at_will
 from .benchmarks import benchmarks, read_bench
 from .controlled import controlled
 from .design import design
-from .correctness import answer_correctness, by_correctness, correlations
+from .correctness import answer_correctness, by_correctness, correlations, not_parsed_note, ungraded_rounds
 from .data import AnalysisError, Tables
 from .claims import listed_tests
 from .multiplicity import ALPHA, FAMILY_WISE, correct_family
@@ -333,7 +337,10 @@ def analyze(tables: Tables, bench_dir: str | Path | None = None, progress: bool 
         notes.append("controlled and at-will studies are both analysed: sections other than `controlled` and "
                      "`at_will` pool them (pass --study to look at one)")
     n = {**counts(frames), "studies": {s: {"kind": kinds[s], **per_study[s]["n"]} for s in study_ids}}
+    ungraded = _guarded("ungraded_rounds", lambda: ungraded_rounds(frames), notes)
+    notes += [note for note in [not_parsed_note(ungraded)] if note]
     report = {"schema": SCHEMA, "source": tables.source, "studies_analysed": study_ids, "kinds": kinds, "n": n,
+              "ungraded_rounds": ungraded,
               **pooled, "paper": PAPER, "design": _guarded("design", lambda: design(tables.participants), notes),
               "flow": _guarded("flow", lambda: flow(tables, frames, exclusions, rules), notes),
               "quality": {"flagged_participants": exclusions["flagged_participants"]},
@@ -432,7 +439,10 @@ def methods(frames: Frames, exclusions: dict) -> str:
         "correctness figures count each explanation of the secret image, rated by independent raters (consensus: "
         "the median, ties to the worse side) and graded automatically against the ground truth. Rater agreement: "
         "Krippendorff's alpha (ordinal) and Fleiss' kappa; automatic vs raters: linearly weighted Cohen's kappa. "
-        "Fig. 10's test is a logistic regression of the win on group and the game's mean answer correctness.",
+        "Fig. 10's test is a logistic regression of the win on group and the game's mean answer correctness. "
+        "Answers are graded where the question has one answer on the secret's scene; the rounds left ungraded (a "
+        "question outside the parser's language, one ill-posed on the scene, an imported pool) are counted by study "
+        "and arm (ungraded_rounds).",
     ]
     if exclusions["flags"]:
         parts.append(f"Excluded: participants flagged {', '.join(exclusions['flags'])} "
