@@ -10,6 +10,9 @@ counted: a message refused, or lost with its connection (the participant then re
 a participant that fails in any other way (the slot plays on with the next).
 
     exag bot --url http://127.0.0.1:5000 --players 50 --duration 60 --mix at-will=0.5 --server-pid PID
+
+With `--pilot STUDY.json` test participants pilot a study file through its checks to the completion code
+(pilot.py; in Chromium with `--browser`: pilot_browser.py).
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ class BotRefused(BotError):
     def __init__(self, message: str, error: dict | None = None) -> None:
         super().__init__(message)
         self.full = bool((error or {}).get("full"))    # a join refused at the door: the server is full
+        self.reason = str((error or {}).get("message", message))    # the server's own words
 
 
 
@@ -68,10 +72,11 @@ def browser_cookie(url: str, study: str) -> str:
 
 class Bot:
     """One participant's connection: every emit waits for the server's `state` (or `error`). Each bot is a
-    browser of its own: it gets its cookie from the study page and sends it with the Socket.IO handshake."""
+    browser of its own: it gets its cookie from the study page and sends it with the Socket.IO handshake.
+    `ids`: the join's participant parameters in place of {"pid": pid} (a platform's: pilot.py join_ids)."""
 
-    def __init__(self, url: str, study: str, pid: str, arm: str | None = None, *, cookie: str | None = None,
-                 reply_timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(self, url: str, study: str, pid: str | None, arm: str | None = None, *, cookie: str | None = None,
+                 reply_timeout_s: float = REPLY_TIMEOUT_S, ids: dict | None = None) -> None:
         self.replies: queue.Queue = queue.Queue()
         self.reply_timeout_s = reply_timeout_s
         self.client = socketio.Client(reconnection=False)
@@ -84,7 +89,7 @@ class Bot:
         self.errors: list[dict] = []
         self._last_sent = 0.0
         self.last_reply_ms = 0.0
-        self.join_payload = {"study": study, "pid": pid}
+        self.join_payload = {"study": study, **(ids if ids is not None else {"pid": pid})}
         if arm is not None:
             self.join_payload["arm"] = arm
         try:

@@ -19,7 +19,8 @@ from vqa_agent.world.default import WORLD_HELP, default_world
 
 def add_bot_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Simulated players: join, consent, ask, (buy explanations,) rate and guess through "
-                          "Socket.IO, and report outcomes and ask-to-answer times.")
+                          "Socket.IO, and report outcomes and ask-to-answer times; a load test (--players); a pilot of "
+                          "a study file through its checks to the completion code (--pilot).")
     parser.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:5000")
     parser.add_argument("--games", type=int, default=5)
     parser.add_argument("--setting", choices=("controlled", "at-will"), default="controlled")
@@ -41,6 +42,27 @@ def add_bot_arguments(parser: argparse.ArgumentParser) -> None:
                       help="sample this server process and its children (workers, redis-server) for CPU and RSS; "
                            "repeatable")
     load.add_argument("--timeout", type=float, default=30.0, help="seconds without a reply that count as a timeout")
+    pilot = parser.add_argument_group(
+        "pilot a study file", "Test participants (ids bot-..., never counted toward a planned N) take the study "
+        "file's study on the server through every check to the completion code, with the platform's parameters "
+        "(a study with prolific_study_id: PROLIFIC_PID, STUDY_ID, SESSION_ID, as Prolific's link): consent, "
+        "instructions, the comprehension check and colour plates answered right from the file, every game, each "
+        "attention check, the questionnaire. Reports per participant the stage reached, games, wins, the completion "
+        "code and the return link, and checks the link carries the participant's code as cc=. Exits 1 when a "
+        "participant fails (one line each: where and why), 2 when the pilot cannot start (one line: the server "
+        "refuses the join, or what it shows at the door is not the file's study). --games, --setting and --study "
+        "are the study file's")
+    pilot.add_argument("--pilot", type=Path, default=None, metavar="STUDY.json", help="the study file to pilot")
+    pilot.add_argument("--participants", type=int, default=1, help="pilot participants, one after the other")
+    pilot.add_argument("--platform", choices=("prolific", "mturk", "none"), default=None,
+                       help="the join's parameters (default: prolific when the study has prolific_study_id, else "
+                            "none: pid=bot-...)")
+    pilot.add_argument("--browser", action="store_true",
+                       help="click through the real page in Chromium (Playwright), and follow the done page's return "
+                            "button (intercepted: nothing leaves the machine)")
+    pilot.add_argument("--admin-token", default=None,
+                       help="the server's admin token (default: EXAG_ADMIN_TOKEN, if set): compare the whole stored "
+                            "study with the file first, and read back the checks' results the server recorded")
     parser.set_defaults(run=bot_command)
 
 
@@ -50,6 +72,12 @@ def bot_command(args: argparse.Namespace) -> int:
 
     from .bot import DEMO_CONTROLLED_ARMS, format_load, parse_mix, play_games, run_load
 
+    if args.pilot is None and (args.browser or args.platform or args.admin_token):
+        raise ValueError("--browser, --platform and --admin-token belong to a pilot: give --pilot STUDY.json")
+    if args.pilot is not None:
+        if args.players is not None:
+            raise ValueError("--pilot and --players: a pilot or a load test, one at a time")
+        return pilot_command(args)
     if args.players is not None:      # the load test
         arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else DEMO_CONTROLLED_ARMS
         report = run_load(args.url, args.players, args.duration, parse_mix(args.mix), arms=arms,
@@ -66,6 +94,34 @@ def bot_command(args: argparse.Namespace) -> int:
         print(f"  error: {error}", file=sys.stderr)
     write_report(args.json, report)
     return 1 if report["errors"] else 0
+
+
+def pilot_command(args: argparse.Namespace) -> int:
+    """`exag bot --pilot STUDY.json` (pilot.py; --browser: pilot_browser.py)."""
+    from experiments.benchmark import write_report
+    from game.study import load_study
+
+    from .pilot import StudyFile, format_pilot, pilot
+
+    if not args.pilot.is_file():
+        raise FileNotFoundError(f"no study file {args.pilot} (a study JSON file, as in studies/)")
+    study = load_study(args.pilot)
+    if args.study is not None and args.study != study.study_id:
+        raise ValueError(f"--study {args.study} but {args.pilot} is study {study.study_id!r}: the pilot takes the "
+                         "study file's")
+    options = dict(url=args.url, study=StudyFile(study, str(args.pilot)), participants=args.participants,
+                   platform=args.platform, arm=args.arm, questions=args.questions, seed=args.seed,
+                   admin_token=args.admin_token or os.environ.get("EXAG_ADMIN_TOKEN", ""))
+    if args.browser:
+        from .pilot_browser import pilot_in_browser
+        report = pilot_in_browser(**options)
+    else:
+        report = pilot(**options)
+    print(format_pilot(report))
+    for failure in report["failures"]:
+        print(f"exag bot --pilot: FAILED {failure}", file=sys.stderr)
+    write_report(args.json, report)
+    return 0 if report["ok"] else 1
 
 
 # --- `exag simulate` and `exag simulate power` ----------------------------------------------------------
@@ -107,12 +163,20 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         description="Repeats fresh simulated studies (in-process) at each number of participants and reports the "
                     "share whose Table 1 comparison (overall and each mode; naive z-test and the analysis's "
                     "participant-clustered test) reaches p < 0.05, with the participants needed for 80% power and "
-                    "its interval; with --null, that share is the false-positive rate. Writes OUT/power.json, "
-                    "OUT/power.csv and OUT/power.png/.svg. Costs sizes x repeats whole studies.")
+                    "its interval; with --null, that share is the false-positive rate. The participants to register "
+                    "rest on the study's registered primary test alone, and only where its power's 95% interval "
+                    "lies at or above 80% at a size simulated; the report states every assumption they rest on. "
+                    "Writes OUT/power.json, OUT/power.csv and OUT/power.png/.svg. Costs sizes x repeats whole "
+                    "studies.")
     power.add_argument("--study", type=Path, required=True,
                        help="the study file (a controlled study; with --difference, an at-will one too)")
     power.add_argument("--sizes", required=True, help="numbers of participants, e.g. 10,20,40,80")
-    power.add_argument("--repeats", type=int, required=True, help="simulated studies per size")
+    power.add_argument("--repeats", type=int, default=None,
+                       help="simulated studies per size (default: as many as --precision asks, 246 for 0.05)")
+    power.add_argument("--precision", type=float, default=None, metavar="H",
+                       help="half-width of each power's 95%% interval near 80%% that the repeats are chosen for "
+                            "(default 0.05: experiments/simulate/power.py PRECISION); the participants to register are the smallest size whose interval "
+                            "lies at or above 80%%, none where no size's does")
     effect = power.add_argument_group(
         "from an explicit effect (fast)",
         "With --difference, the studies are simulated crowds at the level the analysis reads (no server, no "
@@ -123,9 +187,9 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     effect.add_argument("--difference", type=float, default=None, metavar="D",
                         help="the assumed effect: showing (or, at will, using) explanations adds D to the mean "
                              "participant's win probability, e.g. 0.10 for 10 points")
-    effect.add_argument("--primary", default=None,
-                        help="the primary test (default: the study's registered one, else overall for a "
-                             "counterbalanced controlled study, net_of_practice for another, offer at will)")
+    power.add_argument("--primary", default=None,
+                       help="the primary test (default: the study's registered one, else overall for a "
+                            "counterbalanced controlled study, net_of_practice for another, offer at will)")
     effect.add_argument("--icc", type=float, default=0.4,
                         help="intra-participant correlation of winning (how much players differ; default 0.4)")
     effect.add_argument("--practice", type=float, default=0.15, help="log-odds gained a block (default 0.15)")
@@ -202,7 +266,7 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def power_command(args: argparse.Namespace) -> int:
-    from .power import PowerConfig, format_power, parse_sizes, power
+    from .power import PowerConfig, format_power, parse_sizes, power, repeats_for
 
     if args.difference is not None:
         return effect_power_command(args)
@@ -210,13 +274,16 @@ def power_command(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
     if study.kind != "controlled":
         raise ValueError(f"{args.study}: power is computed on Table 1, which needs a controlled study")
-    if args.repeats < 1:
+    if args.repeats is not None and args.repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    precision = {} if args.precision is None else {"precision": args.precision}
+    repeats_for(**precision)                     # a bad --precision says so before any world is laid out
     world = default_world(args.world)
     seed_shipped_embeddings(world, args.agent, ServerConfig.data_dir)
     report = power(PowerConfig(study=args.study, sizes=sizes, repeats=args.repeats, out=args.out, players=players,
                                world=world, agent=args.agent, seed=args.seed, processes=args.processes,
-                               threads=args.threads, explanation_weight=_assumed_weight(args)))
+                               threads=args.threads, explanation_weight=_assumed_weight(args),
+                               primary=args.primary, **precision))
     print(format_power(report))
     return 1 if report["errors"] else 0
 
@@ -230,7 +297,7 @@ def effect_power_command(args: argparse.Namespace) -> int:
     from .simulate import study_file
 
     study = load_study(study_file(args.study))
-    if args.repeats < 1:
+    if args.repeats is not None and args.repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
     if args.null or args.explanation_weight is not None or args.players:
         raise ValueError("--difference states the effect itself: --null, --explanation-weight and --players belong "
@@ -238,7 +305,8 @@ def effect_power_command(args: argparse.Namespace) -> int:
     report = effect_power(EffectPowerConfig(
         study=study, primary=args.primary or default_primary(study), difference=args.difference,
         sizes=parse_sizes(args.sizes), repeats=args.repeats, out=args.out, icc=args.icc, practice=args.practice,
-        dropout=args.dropout, seed=args.seed, processes=args.processes))
+        dropout=args.dropout, seed=args.seed, processes=args.processes,
+        **({} if args.precision is None else {"precision": args.precision})))
     print(format_effect_power(report))
     print(f"written: {args.out / 'power.json'}, power.csv, power.png")
     return 0
