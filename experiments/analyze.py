@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", action="append", default=None, metavar="ID",
                         help="only this study (repeat for several); required when the data holds several "
                              "studies, unless --all-studies")
+    parser.add_argument("--with-pilots", action="store_true",
+                        help="analyse pilot participations too (`exag bot --pilot`, ?pid=test- links), which are "
+                             "left out by default: to see the report of a pilot run, never for the study's data")
     parser.add_argument("--all-studies", action="store_true",
                         help="pool every study the data holds into one report (demos and pre-registered studies "
                              "alike; for scripts): without it, data of several studies needs --study ID")
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.study and args.all_studies:
             raise AnalysisError("pass --study ID (repeatable) or --all-studies, not both")
-        tables = load_tables(args.redis_url or args.data, studies=args.study or None)
+        tables = load_tables(args.redis_url or args.data, studies=args.study or None, pilots=args.with_pilots)
         if args.server_key is not None:
             from game.export_signature import read_key_file
             tables = dataclasses.replace(tables, server_key=read_key_file(args.server_key))

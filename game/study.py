@@ -71,6 +71,13 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 # Prolific study's link needs PROLIFIC_PID, STUDY_ID and SESSION_ID) joins as prolific:bot-... (mturk:bot-...):
 # real platform ids are the platform's own (Prolific: 24 hex digits), never "bot-".
 TEST_PARTICIPATIONS = ("pid:bot-", "pid:sim-", "pid:test-", "prolific:bot-", "mturk:bot-")
+# Of them, pilots (`exag bot --pilot` and the researcher's own ?pid=test- tries, run on the real study before and
+# while it runs) are no data at all: they take no slot of the study's randomization (their arms come from a
+# sequence of their own: server/play.py), so no real participant is dealt a refill or counted a late holder for
+# them, and the analysis leaves them out (experiments/analysis/data.py). Simulated participants (pid:sim-) are the
+# data of a simulated study: they take slots and are analysed.
+PILOT_PARTICIPATIONS = ("pid:bot-", "pid:test-", "prolific:bot-", "mturk:bot-")
+PILOT_SLOTS = "exag:slots:{}:pilots"      # Redis, per study: how many pilots were dealt an arm
 
 
 def arm_modes(arm: str) -> tuple[str, ...]:
@@ -265,6 +272,11 @@ def check_link(name: str, url: object) -> None:
 def is_test_participation(pid: object) -> bool:
     """Whether a participant id is one of TEST_PARTICIPATIONS, which never count toward a planned N."""
     return isinstance(pid, str) and pid.startswith(TEST_PARTICIPATIONS)
+
+
+def is_pilot(pid: object) -> bool:
+    """Whether a participant id is one of PILOT_PARTICIPATIONS: no slot of the randomization, no data."""
+    return isinstance(pid, str) and pid.startswith(PILOT_PARTICIPATIONS)
 
 
 def for_the_secret(settings: GameSettings, nle: bool) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from game.quality import platform_id
 from game.settings import RATINGS, settings_named
 from game.state import FINISHED
 from game.consent_form import questionnaire_problem
-from game.study import StudyConfig, explainers_of, fixed_order, study_slot
+from game.study import PILOT_SLOTS, StudyConfig, is_pilot, explainers_of, fixed_order, study_slot
 
 from . import browser
 from .check_stages import CheckStages
@@ -166,6 +166,10 @@ class Play(CheckStages):
         if study.seed is None:       # stored before studies had seeds: Store.save_study draws one, before any slot
             self.store.save_study(study, status)
             study, _ = self.store.study(study.study_id)
+        if is_pilot(pid):        # a pilot's arm: the next of the seeded sequence dealt to pilots; no slot of it
+            pilot = study_slot(study, self.store.redis.incr(PILOT_SLOTS.format(study.study_id)) - 1)
+            return {"arm": pilot.arm, "order": pilot.order, "slot": None, "block": None, "refilled_slot": None,
+                    "assigned_by": "pilot"}
         # the lowest slot whose holders all dropped out (a screened-out participant plays no game: theirs goes to
         # the next arrival at once), else the next new one: game/assignment.py next_slot, as one Redis step
         now = time.time()

@@ -29,6 +29,7 @@ from game.export import READ_BY_ANALYSIS as COLUMNS     # what the analysis read
 from game.export import TABLE_KEYS as KEYS              # without these a table is unusable
 from game.export import outcome_looks
 from game.export import tables as export_tables
+from game.study import is_pilot
 
 FORMATS = ("parquet", "jsonl", "csv")        # tried in this order when a directory holds several
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -101,6 +102,34 @@ class Tables:
 
     def study_ids(self) -> list[str]:
         return sorted(self.games["study"].dropna().unique().tolist())
+
+    def without_pilots(self) -> "Tables":
+        """The tables without pilot participations (`exag bot --pilot`, ?pid=test- links: game/study.py
+        PILOT_PARTICIPATIONS), which are no data; a note says how many were left out."""
+        pilots = set()
+        for f in fields(self):
+            frame = getattr(self, f.name)
+            if isinstance(frame, pd.DataFrame) and "participant" in frame.columns:
+                pilots |= {p for p in frame["participant"].dropna().unique() if is_pilot(p)}
+        if not pilots:
+            return self
+        games = set(self.games.loc[self.games["participant"].isin(pilots), "game_id"]) \
+            if "participant" in self.games.columns else set()
+        kept = {}
+        for f in fields(self):
+            frame = getattr(self, f.name)
+            if not isinstance(frame, pd.DataFrame) or frame.empty:
+                continue
+            drop = pd.Series(False, index=frame.index)
+            if "participant" in frame.columns:
+                drop |= frame["participant"].isin(pilots)
+            for column in ("game_id", "game"):
+                if column in frame.columns:
+                    drop |= frame[column].isin(games)
+            kept[f.name] = frame[~drop]
+        note = (f"{len(pilots)} pilot participation{'s' * (len(pilots) != 1)} left out ({len(games)} game{'s' * (len(games) != 1)}): `exag bot "
+                "--pilot` and ?pid=test- links are no participants (game/study.py PILOT_PARTICIPATIONS)")
+        return replace(self, **kept, notes=self.notes + [note])
 
     def only(self, studies: list[str] | None) -> "Tables":
         """These studies' rows (rater ratings by their games). A study id found nowhere is an error; one
@@ -191,8 +220,9 @@ def _flag(column: pd.Series) -> pd.Series:
 
 # --- reading ---------------------------------------------------------------------------------------
 
-def load_tables(source: str | Path, studies: list[str] | None = None) -> Tables:
-    """The tables of an export directory, a server data directory or a Redis URL (see the module doc)."""
+def load_tables(source: str | Path, studies: list[str] | None = None, pilots: bool = False) -> Tables:
+    """The tables of an export directory, a server data directory or a Redis URL (see the module doc), without
+    pilot participations (`Tables.without_pilots`) unless `pilots`."""
     text = str(source)
     if text.startswith(URL_SCHEMES):
         tables = _from_url(text, text)
@@ -214,7 +244,7 @@ def load_tables(source: str | Path, studies: list[str] | None = None) -> Tables:
                                 f"{path / SIMULATION_EXPORT}: pass the directory `exag export --out DIR` wrote, the "
                                 "one `exag simulate --out DIR` wrote, a server data directory (data/server) or "
                                 "--redis-url URL")
-    return tables.only(studies)
+    return tables.only(studies) if pilots else tables.only(studies).without_pilots()
 
 
 def _export_files(directory: Path, name: str) -> list[Path]:

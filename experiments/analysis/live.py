@@ -45,7 +45,7 @@ def live_report(events: list[dict], study_id: str, server_key: bytes | None = No
             return monitoring_page(frames["participants"], study_id, plan, finished)
     try:
         live = Tables.from_frames(frames, source)
-        live = live.only([study_id]) if study_id in live.study_ids() else None
+        live = live.only([study_id]).without_pilots() if study_id in live.study_ids() else None
     except AnalysisError:                         # not expected of the export's own tables; report it empty
         live = None
     if live is None:                              # no game yet: the report builds, empty, and says so
