@@ -189,7 +189,8 @@ def _tabulate(e: dict, games: dict, rounds: dict, ratings: list, explanations: l
     elif kind == "question":
         rounds[(game, e["round"])] = {
             "game_id": game, **{k: e.get(k) for k in GAME_KEYS}, "round": e["round"], "question": e["question"],
-            "parsed": e.get("parsed"), "program": json.dumps(e.get("program")) if e.get("program") else None,
+            "parsed": e.get("parsed"), "notice": e.get("notice"),   # what the player was told (game/unread_question.py)
+            "program": json.dumps(e.get("program")) if e.get("program") else None,
             "answer": e["answer"], "probability": e.get("probability"), "answered_by": e.get("answered_by"),
             "truth": e.get("truth"), "answer_correct": (e["answer"] == e["truth"]) if e.get("truth") is not None else None,
             "answer_grade": e.get("answer_grade"), "explained": e.get("explained"), "cost": e.get("cost"),

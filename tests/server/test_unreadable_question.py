@@ -12,6 +12,7 @@ from PIL import Image
 from socket_player import joined, started
 
 from game import unread_question
+from game.export import tables
 from game.pool import GamePool
 from game.settings import RATINGS
 from server.explained_rounds import answer_rounds
@@ -40,6 +41,8 @@ def test_the_round_of_a_question_the_agent_cannot_read_carries_a_notice(app, con
     assert [r["notice"] for r in again.game["rounds"]] == [notice, None]
     asked = [e for e in app.extensions["exag"].store.events() if e.get("game") == game_id and e["type"] == "question"]
     assert [(e["parsed"], e.get("notice")) for e in asked] == [(False, notice), (True, None)]
+    rounds = tables(app.extensions["exag"].store.events())["rounds"]            # and the export's rounds table
+    assert rounds[rounds["game_id"] == game_id]["notice"].fillna("").tolist() == [notice, ""]
 
 
 def test_the_notice_names_the_reason_in_plain_words():
