@@ -9,6 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
+from vqa_agent.checkpoints import OWN_NLE
 from vqa_agent.world.default import DEFAULT_WORLD, FULL_WORLD_HELP, GAME_WORLD, default_world, rendered_image
 
 
@@ -40,7 +41,9 @@ def add_train_nle_arguments(parser: argparse.ArgumentParser) -> None:
                           "validation each epoch, the best model kept in OUT, resumable (run it again).")
     parser.add_argument("--agent", default="default", help="shipped agent name or a directory (default: default)")
     parser.add_argument("--world", type=Path, default=None, help=FULL_WORLD_HELP)
-    parser.add_argument("--out", type=Path, required=True, help="directory for the NLE model")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="directory for the NLE model (default, for an agent in a checkpoint directory: its own, "
+                             "DIR/nle, where the nle explainer finds it; a private agent needs it)")
     parser.add_argument("--epochs", type=int, default=None, help="passes over the items (default: 8)")
     parser.add_argument("--max-items", type=int, default=None,
                         help="use the first N train questions (default: 40000; 0: all)")
@@ -58,8 +61,14 @@ def train_nle_command(args: argparse.Namespace) -> int:
                                    ("threads", args.threads), ("device", args.device)) if v is not None}
     if overrides.get("max_items") == 0:
         overrides["max_items"] = None
+    out = args.out
+    if out is None:
+        if not (Path(args.agent) / "config.json").exists():
+            raise ValueError(f"--out: where to write the NLE model of {args.agent!r} (only an agent in a checkpoint "
+                             "directory has one of its own, DIR/nle)")
+        out = Path(args.agent) / OWN_NLE
     world = default_world(args.world, ("train", "val"), "`exag train nle`")
-    out = train_nle(args.agent, world, args.out, NLETrainingConfig(**overrides))
+    out = train_nle(args.agent, world, out, NLETrainingConfig(**overrides))
     training = json.loads((out / "training.json").read_text())
     print(f"best NLE model in {out}: validation loss {training['val']['loss']:.3f}, exact matches "
           f"{training['val']['exact_match']:.1%} (trained in {training['seconds'] / 60:.1f} min)")

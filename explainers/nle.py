@@ -8,12 +8,14 @@ and the answer, in the manner of e-UG (explainers/nle_model.py; trained by `exag
     e.payload   # {"text": "There are two large cylinders left of the red sphere.", "source": "generated",
                 #  "check": "..."}
 
-Which shipped model belongs to an agent: a VQAAgent carries no name, and the same agent can be loaded
+Which model belongs to an agent: a VQAAgent carries no name, and the same agent can be loaded
 from a name, its shipped directory or a copy elsewhere. Every NLE model records the fingerprint of
 the agent it learned from (its configuration and weights, see agent_fingerprint), and the default is
-the shipped model whose fingerprint is the agent's; `agent_name=` picks the model shipped for a named
-agent regardless, and `model=` any trained model. An agent with no model of its own gets a clear
-error, not explanations learned from another agent's representations.
+the agent's own model, in its checkpoint directory (`nle/`: `exag train nle --agent DIR` writes it there,
+so a private agent carries its NLE wherever its directory goes), else the shipped model whose fingerprint
+is the agent's; `agent_name=` picks the model shipped for a named agent regardless, and `model=` any
+trained model. An agent with no model of its own gets a clear error, not explanations learned from
+another agent's representations.
 
 Faithful by construction where it can be, checked where it cannot (issue 32): the model is conditioned
 on the answer it explains (the prompt holds the answer's words: nle_model.prompt_tokens); decoding writes
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from vqa_agent.agent import DEFAULT_AGENT
+from vqa_agent.checkpoints import OWN_NLE
 from vqa_agent.symbolic import scene_of
 from vqa_agent.world.explanations import NUMBER_WORDS, explain
 from vqa_agent.world.parser import parse_program
@@ -80,12 +83,15 @@ def shipped_models() -> dict[str, Path]:
 
 
 def _train_hint(agent: str = "AGENT") -> str:
-    return f"train one with `exag train nle --agent {agent} --world WORLD --out DIR` and pass model=DIR"
+    return (f"train one with `exag train nle --agent {agent} --world WORLD --out DIR` and pass model=DIR (for an "
+            f"agent in a checkpoint directory, `exag train nle --agent DIR --world WORLD` writes DIR/{OWN_NLE}, "
+            "which is found without model=)")
 
 
 def resolve_nle_path(agent: Agent, model: str | Path | None = None, agent_name: str | None = None) -> Path:
     """The NLE model directory for `agent`: `model` (a directory, or a shipped model's agent name), else
-    the model shipped for `agent_name`, else the shipped model trained on exactly this agent."""
+    the model shipped for `agent_name`, else the agent's own (OWN_NLE in the checkpoint directory it was loaded
+    from), else the shipped model trained on exactly this agent."""
     shipped = shipped_models()
     listing = ", ".join(f"{PREFIX}{name}" for name in shipped) or "none"
     if model is not None:
@@ -104,6 +110,13 @@ def resolve_nle_path(agent: Agent, model: str | Path | None = None, agent_name: 
         raise FileNotFoundError(f"no NLE model is shipped for agent {agent_name!r} (shipped: {listing}); "
                                 + _train_hint(str(agent_name)))
     fingerprint = agent_fingerprint(agent)
+    own = Path(agent.path) / OWN_NLE if getattr(agent, "path", None) else None
+    if own is not None and (own / "config.json").exists():
+        if json.loads((own / "config.json").read_text()).get("agent_fingerprint") != fingerprint:
+            raise FileNotFoundError(f"the NLE model in {own} was trained on another agent than the one in "
+                                    f"{agent.path} (retrained since?); train it again: `exag train nle --agent "
+                                    f"{agent.path} --world WORLD`")
+        return own
     for path in shipped.values():
         if json.loads((path / "config.json").read_text()).get("agent_fingerprint") == fingerprint:
             return path

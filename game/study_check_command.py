@@ -4,9 +4,10 @@ one line (issue 55).
 What it checks, on this machine and without starting anything: the JSON and every field (StudyConfig, the same
 validation a server applies, a pre-registration whose rules no longer match its hash included), what a new study
 must be (a safe id, an https redirect), the agent (its checkpoint exists here) and the explainers each arm shows
-(known, built in or an installed plugin, and within what the agent offers), the pool when the study names one, and
-for a pre-registered study that its agent, pool, explainer plugins and exag version are the registered ones (what
-a server would refuse it for). Exit status 0 when every file passes, 2 otherwise. A study that can pass (`ok`) is
+(known, built in or an installed plugin, and within what the agent offers; the nle explainer of an agent in a
+checkpoint directory needs that agent's own NLE model, `exag train nle --agent DIR`), the pool when the study names
+one, and for a pre-registered study that its agent, pool, explainer plugins and exag version are the registered ones
+(what a server would refuse it for). Exit status 0 when every file passes, 2 otherwise. A study that can pass (`ok`) is
 told what a paid study should still have (`warnings`): an information sheet naming who runs the study, whom to
 contact, its ethics approval, its duration and its payment; a static completion code that its return link carries.
 
@@ -63,6 +64,9 @@ def check_file(path: Path, server_agent: str = "default") -> str:
     for name in shown_explainers(study):
         entry(name)                                # an unknown name or a broken plugin: ValueError, one line
     check_agent_explainers(study, agent)
+    missing = missing_nle(study, agent)
+    if missing:
+        raise ValueError(missing)
     if study.pool:
         pool_dir(study.pool)                       # FileNotFoundError when there is none
     registered = registered_run(study, agent)      # a registered study run otherwise: ValueError
@@ -72,6 +76,25 @@ def check_file(path: Path, server_agent: str = "default") -> str:
             f"agent {agent}" + (f", pre-registered sha256 {study.preregistration['sha256'][:12]}..., what it runs "
                                 "is what was registered" if registered else ", not pre-registered")
             + "".join(f"; warning: {w}" for w in warnings))
+
+
+def missing_nle(study, agent: str) -> str:
+    """Why the nle explainer (or its sham) that the study shows has no model for its agent, "" when it has one or is
+    not shown: a shipped agent ships with its model, a checkpoint directory needs its own (OWN_NLE in it, which
+    `exag train nle --agent DIR` writes), a transformers agent is refused before (check_agent_explainers)."""
+    from explainers.registry import imitates
+    from vqa_agent.checkpoints import OWN_NLE, is_hf_agent, is_shipped, resolve_agent_path
+
+    from .fingerprints import shown_explainers
+
+    if "nle" not in {imitates(name) or name for name in shown_explainers(study)} or is_hf_agent(agent) \
+            or is_shipped(agent):
+        return ""
+    own = resolve_agent_path(agent) / OWN_NLE
+    if (own / "config.json").exists():
+        return ""
+    return (f"the nle explainer has no model for the agent {agent} (no {own}): train it with `exag train nle "
+            f"--agent {agent} --world WORLD` (docs/real-study.md), or show no nle")
 
 
 def paid_study_warnings(study) -> list[str]:

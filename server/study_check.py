@@ -20,7 +20,7 @@ from game.pool import GamePool, check_pool
 from game.settings import settings_named
 from game.study import (StudyConfig, check_agent_explainers, check_new_study, explainers_of, load_study,
                         missing_checkpoint)
-from vqa_agent.checkpoints import is_shipped
+from vqa_agent.checkpoints import PRIVATE_AGENT_COMMANDS, PRIVATE_AGENT_MINUTES, is_shipped
 
 from .agents import Agents
 from .store import Store
@@ -29,10 +29,9 @@ from .store import Store
 THREAT_MODEL = ("The shipped agents are public: a participant's program can replay the same checkpoint on a game's "
                 "images and, after one bought at-will round, find the secret almost every time "
                 "(docs/threat-model.md).")
-PRIVATE_AGENT = ("Train a private agent in about 8 minutes on 2 cores (`exag world build --out data/private-world "
-                 "--images 3500 --pool 0 --seed 7`, then `exag train agent --preset medium --epochs 2 --world "
-                 "data/private-world --seed 7 --out checkpoints/private-medium`; docs/real-study.md) and name it in "
-                 "the study: \"agent\": \"checkpoints/private-medium\".")
+PRIVATE_AGENT = (f"Train a private agent in about {PRIVATE_AGENT_MINUTES} minutes on 2 cores (`"
+                 + "`, then `".join(PRIVATE_AGENT_COMMANDS) + "`; docs/real-study.md) and name it in the study: "
+                 "\"agent\": \"checkpoints/private-medium\".")
 
 
 MAX_GAMES = 1_000          # one participant's games (the paper's studies have 20): more is a slip of the keyboard

@@ -183,6 +183,7 @@ class VQAAgent:
         # True: each new image is looked at alone, so its features are the same bits whichever images came
         # with it and whatever the cache held (a batch's shape changes the last bits of its sums); slower
         self.batch_invariant = False
+        self.path: Path | None = None    # the checkpoint directory it was loaded from (its own NLE model is there)
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -198,7 +199,9 @@ class VQAAgent:
         vocabulary = Vocabulary.from_dict(json.loads((path / "vocabulary.json").read_text()))
         model = VQAModel(config, len(vocabulary.words), len(vocabulary.answers))
         model.load_state_dict(load_file(path / "model.safetensors"))
-        return cls(model, vocabulary, device)
+        agent = cls(model, vocabulary, device)
+        agent.path = Path(path)
+        return agent
 
     def save_pretrained(self, path: str | os.PathLike, extra: dict | None = None) -> Path:
         """Writes the agent to `path` atomically (a sibling temp directory renamed into place)."""

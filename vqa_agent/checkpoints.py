@@ -20,6 +20,19 @@ from pathlib import Path
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"   # agents shipped with the package, by name
 DEFAULT_AGENT = "medium"                                           # what "default" means
 CHECKPOINT_FILES = ("config.json", "vocabulary.json", "model.safetensors")
+# An agent's own NLE explainer model, in its checkpoint directory (`exag train nle --agent DIR` writes it there, the
+# nle explainer finds it there: explainers/nle.py): a private agent carries its NLE wherever it is copied
+OWN_NLE = "nle"
+# docs/real-study.md's private agent: the commands that make it (a world of its own, the agent, the agent's own NLE
+# model) and the minutes they took together on the project's 2-core CI machine (24 GB), one after the other, one
+# thread each (world 2 min 26 s with one rendering process, agent 4 min 26 s, NLE 6 min 55 s). The console's
+# advice (server/study_check.py) reads both; tests/vqa_agent/test_private_agent_recipe.py holds the page to them.
+PRIVATE_AGENT_COMMANDS = (
+    "exag world build --out data/private-world --images 3500 --pool 0 --seed 7",
+    "exag train agent --preset medium --epochs 2 --world data/private-world --seed 7 --out checkpoints/private-medium",
+    "exag train nle --agent checkpoints/private-medium --world data/private-world --epochs 6 --max-items 15000",
+)
+PRIVATE_AGENT_MINUTES = 14
 HF_PREFIX = "hf:"
 HF_ARCHITECTURES = ("ViltForQuestionAnswering", "BlipForQuestionAnswering")   # what hf_agent.py can answer with
 # what such an agent gives an explainer (explainers/agent_interface.py CAPABILITIES): no object proposals nor

@@ -175,8 +175,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="simulated studies per size (default: as many as --precision asks, 246 for 0.05)")
     power.add_argument("--precision", type=float, default=None, metavar="H",
                        help="half-width of each power's 95%% interval near 80%% that the repeats are chosen for "
-                            "(default 0.05: experiments/simulate/power.py PRECISION); the participants to register are the smallest size whose interval "
-                            "lies at or above 80%%, none where no size's does")
+                            "(default 0.05: experiments/simulate/power.py PRECISION); the participants to register "
+                            "are the smallest size whose interval lies at or above 80%%, none where no size's does")
     effect = power.add_argument_group(
         "from an explicit effect (fast)",
         "With --difference, the studies are simulated crowds at the level the analysis reads (no server, no "
@@ -292,8 +292,8 @@ def effect_power_command(args: argparse.Namespace) -> int:
     """`exag simulate power --difference D`: power_effect.py."""
     from game.study import load_study
 
-    from .power import parse_sizes
-    from .power_effect import EffectPowerConfig, default_primary, effect_power, format_effect_power
+    from .power import default_primary, parse_sizes
+    from .power_effect import EffectPowerConfig, effect_power, format_effect_power
     from .simulate import study_file
 
     study = load_study(study_file(args.study))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import multiprocessing
 import os
 import queue
@@ -43,10 +44,16 @@ import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 from tqdm import tqdm
 
+from game.preregistration import primary_comparisons, test_name
 from game.study import load_study
 
 ALPHA = 0.05
 TARGET = 0.8
+PRECISION = 0.05        # half-width of each power estimate's 95% interval that the repeats are chosen for
+Z95 = 1.959963984540054
+INTERVAL = "95% Wilson interval of the share of simulated studies (statsmodels proportion_confint)"
+RULE = ("the participants to register: the smallest size simulated whose power's 95% interval lies at or above the "
+        "target (its lower bound reaches it); none where no size's does")
 TESTS = {"naive": "p_value", "clustered": "p_value_clustered"}     # Table 1 row keys
 OVERALL = "overall"
 POLL_S = 5.0
@@ -74,6 +81,63 @@ class PowerConfig:
     alpha: float = ALPHA
     target: float = TARGET
     progress: bool = True
+    primary: str | None = None                   # the registered primary test (None: default_primary)
+    precision: float = PRECISION                 # repeats None: repeats_for(precision, target)
+
+
+def default_primary(study) -> str:
+    """The study's registered primary, else the registrable effect test of its kind."""
+    registered = study.preregistration.get("primary")
+    if registered:
+        return registered
+    if study.kind == "controlled":
+        return "overall" if study.order == "counterbalanced" else "net_of_practice"
+    return "offer"
+
+
+def repeats_for(precision: float = PRECISION, target: float = TARGET) -> int:
+    """Simulated studies per size that make the 95% interval of a power near `target` `precision` wide on each
+    side: z^2 p (1 - p) / precision^2 (246 for 0.05 at 80%; the Wilson interval there is as wide, within 0.1 point)."""
+    if not 0 < precision < 0.5:
+        raise ValueError(f"--precision is the half-width of a power's 95% interval, in (0, 0.5), got {precision}")
+    return math.ceil(Z95 ** 2 * target * (1 - target) / precision ** 2)
+
+
+def _interval(row: dict) -> str:
+    low, high = row["power_ci"]
+    return f"{100 * low:.0f}-{100 * high:.0f}% from {row['studies']} simulated studies"
+
+
+def recommendation(rows: list[dict], target: float = TARGET, precision: float = PRECISION) -> dict:
+    """RULE over `rows` (one per size: participants, studies, power, power_ci), with why in one sentence: the
+    interval that establishes the number, or why none does and the repeats (`repeats_for(precision)`) that would
+    narrow each interval to +-precision."""
+    rows = sorted(rows, key=lambda r: r["participants"])
+    more = repeats_for(precision, target)
+    established = next((r for r in rows if r["power_ci"][0] >= target), None)
+    first = next((r for r in rows if r["power"] >= target), None)
+    out = {"participants": None, "established": False, "rule": RULE, "precision": precision,
+           "repeats_for_precision": more}
+    if established is not None:
+        reason = (f"at N={established['participants']} the power's 95% interval is {_interval(established)}, at or "
+                  f"above {target:.0%}")
+        if first is not None and first["participants"] < established["participants"]:
+            reason += (f"; N={first['participants']} reaches {target:.0%} on its estimate, but its interval is "
+                       f"{_interval(first)}: more repeats there (about {more}) may establish a smaller N")
+        return {**out, "participants": established["participants"], "established": True, "reason": reason}
+    if first is not None:
+        reason = (f"not established: the interval at N={first['participants']} is {_interval(first)}, which does not "
+                  f"exclude less than {target:.0%} power; run with more repeats (about {more}: --repeats {more}, or "
+                  f"--precision {precision:g}) or larger sizes")
+    elif rows:
+        last = rows[-1]
+        reason = (f"not established: no size simulated reaches {target:.0%} power (at N={last['participants']}: "
+                  f"{100 * last['power']:.0f}%, interval {_interval(last)}); simulate larger sizes"
+                  + (f", or more repeats (about {more}) where the interval reaches {target:.0%}"
+                     if last["power_ci"][1] >= target else ""))
+    else:
+        reason = "not established: no study was simulated"
+    return {**out, "reason": reason}
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -91,15 +155,53 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 def significance(events: list[dict]) -> dict[str, dict]:
     """Table 1 of these events, as the analysis computes it: per row ("overall", each mode, ...) the
     win-rate difference (with minus without explanations) and its naive and clustered p-values."""
+    return tests_of(events)[0]
+
+
+def tests_of(events: list[dict], name: str | None = None) -> tuple[dict[str, dict], dict]:
+    """significance() of these events, and the test `name` (the registered primary's name in the report's list of
+    tests, game/preregistration.py test_name: "table1.overall", "net_of_practice", ...) as the report lists it
+    (experiments/analysis/claims.py): {"p_value", "estimate"}, both None when the report has no such test."""
+    from experiments.analysis.claims import listed_tests
     from experiments.analysis.controlled import controlled
     from experiments.analysis.data import Tables
     from experiments.analysis.frames import build_frames
     from game.export import tables
 
     frames, _ = build_frames(Tables.from_frames(tables(events), "a simulated study"))
-    return {row["mode"]: {"difference": row["improvement"]["win_rate"], "p_value": row["p_value"],
-                          "p_value_clustered": row["p_value_clustered"]}
-            for row in controlled(frames).get("table1", [])}
+    section = controlled(frames)
+    table1 = {row["mode"]: {"difference": row["improvement"]["win_rate"], "p_value": row["p_value"],
+                            "p_value_clustered": row["p_value_clustered"]}
+              for row in section.get("table1", [])}
+    found = next((t for t in listed_tests({"controlled": section}) if t["name"] == name), {}) if name else {}
+    return table1, {"p_value": found.get("p_value"), "estimate": found.get("estimate"), "about": described(found)}
+
+
+def described(test: dict) -> str | None:
+    """What a test of the report's list is (claims.py): its estimand and its unit, as the report says them (None for
+    a test the report did not list)."""
+    if not test:
+        return None
+    return f"{test.get('estimand', 'not stated')}; unit: {test.get('unit', 'not stated')}"
+
+
+def primary_rows(found: list[tuple[int, float | None, float | None]], alpha: float, direction: float) -> list[dict]:
+    """Per size, from (participants, p-value, estimate) of each simulated study's primary test: the share
+    significant in the registered direction (`direction`, +1 or -1: the sign of the hypothesised effect; a
+    p-value that could not be computed counts as not significant, and is counted) with its 95% Wilson interval."""
+    rows = []
+    for size in sorted({n for n, _, _ in found}):
+        mine = [(p, e) for n, p, e in found if n == size]
+        significant = [(p, e) for p, e in mine if p is not None and p < alpha]
+        hits = sum(e is not None and np.sign(e) == direction for _, e in significant)
+        low, high = proportion_confint(hits, len(mine), alpha=0.05, method="wilson")
+        estimates = [e for _, e in mine if e is not None]
+        rows.append({"participants": size, "studies": len(mine), "significant_registered_direction": int(hits),
+                     "significant_any_direction": len(significant), "power": float(hits / len(mine)),
+                     "power_ci": [float(low), float(high)], "power_ci_half_width": float(high - low) / 2,
+                     "not_computed": sum(p is None for p, _ in mine),
+                     "mean_estimate": float(np.mean(estimates)) if estimates else None})
+    return rows
 
 
 def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None:
@@ -111,6 +213,7 @@ def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None
         base = load_study(config.study)
         # one seed for every process: the server's draws are keyed by study (size and repeat) and participant,
         # so a study is the same whichever process takes it from the queue
+        primary = test_name(config.primary) if config.primary else None
         server = InProcessServer(config.world, config.agent, config.seed, config.explainer_options)
         with server:
             eyes = Eyes(server.pool)
@@ -129,10 +232,11 @@ def _run_studies(config: PowerConfig, number: int, tasks, results, stop) -> None
                                     explanation_weight=config.explanation_weight)
                 events = server.events(study.study_id, {f"pid:{m.pid}" for m in who})
                 server.forget(study.study_id)
+                table1, primary_test = tests_of(events, primary)
                 results.put(("study", {"participants": size, "repeat": repeat, "study": study.study_id,
                                        "games": sum(len(p.games) for p in played),
-                                       "seconds": time.perf_counter() - started, "tests": significance(events),
-                                       "errors": [p.error for p in played if p.error]}))
+                                       "seconds": time.perf_counter() - started, "tests": table1,
+                                       "primary": primary_test, "errors": [p.error for p in played if p.error]}))
     except BaseException:                # the parent stops the others and reports it
         results.put(("failed", traceback.format_exc()))
 
@@ -265,10 +369,10 @@ def projection_note(projection: dict | None, needed: dict) -> str | None:
 
 
 def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path,
-         projection: dict | None = None) -> list[Path]:
+         projection: dict | None = None, primary: dict | None = None, advice: dict | None = None) -> list[Path]:
     """The share of significant studies against participants, a line per mode and test (clustered solid,
-    naive dashed; "overall" thick), the target line and the overall's participants for it (projected
-    beyond the sizes simulated when none reaches it)."""
+    naive dashed; "overall" thick), the registered primary's power with its interval (black), the target line and
+    the overall's participants for it (projected beyond the sizes simulated when none reaches it)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -285,6 +389,12 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
             if points:
                 axes.plot(*zip(*points), style, marker="o", color=COLORS[k % len(COLORS)],
                           linewidth=2.6 if mode == OVERALL else 1.2, label=f"{mode_name(mode)}, {test}")
+    if primary and primary["rows"]:
+        sizes = [r["participants"] for r in primary["rows"]]
+        axes.fill_between(sizes, [r["power_ci"][0] for r in primary["rows"]],
+                          [r["power_ci"][1] for r in primary["rows"]], color="black", alpha=0.12)
+        axes.plot(sizes, [r["power"] for r in primary["rows"]], color="black", marker="s", linewidth=2.6,
+                  label=f"primary {primary['test']}, 95% interval")
     axes.axhline(target, color="#444444", linewidth=1, linestyle=":")
     notes = []
     for test in TESTS:
@@ -295,8 +405,11 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
     projected_note = projection_note(projection, needed.get(OVERALL) or {})
     if projected_note:
         notes.append(projected_note)
+    register = "" if advice is None else ("\nto register: " + (f"{advice['participants']} (the primary's interval "
+                                                                 "reaches the target)" if advice["established"]
+                                                                 else "not established"))
     axes.set_title(f"Share of simulated studies with p < {alpha:g}\nparticipants for {target:.0%} power "
-                   f"(overall): {', '.join(notes)}", fontsize=10)
+                   f"(overall): {', '.join(notes)}{register}", fontsize=10)
     axes.set_xlabel("participants")
     axes.set_ylabel("share significant (power)")
     axes.set_ylim(-0.02, 1.02)
@@ -311,15 +424,40 @@ def draw(rows: list[dict], needed: dict, target: float, alpha: float, path: Path
     return written
 
 
+SUCCESS = ("p < alpha with the estimate in the registered direction: explanations help (a significant "
+           "result the other way is not the hypothesis confirmed)")
+
+
+def design_said(study) -> str:
+    """The study's design in words, as the power reports state it among their assumptions."""
+    return (f"arms {', '.join(study.arms)}, order {study.order}, {study.sessions} sessions of "
+            f"{study.games_per_session} games" + (", a randomized offer" if study.offer == "randomized" else ""))
+
+
+def _test_said(primary: dict, alpha: float) -> str:
+    return (f"the registered primary test {primary['name']} ({primary['test']} in the report's list of tests: "
+            f"{primary['what']}), alpha {alpha:g} two-sided; a success: {primary['success']}")
+
+
+def _simulations_said(repeats: int, repeats_from: str) -> str:
+    return (f"{repeats} simulated studies at each size ({repeats_from}); each power with its {INTERVAL}; {RULE}")
+
+
 def power(config: PowerConfig) -> dict:
     """Plays the studies, writes power.json, power.csv and the plot; returns the report."""
-    from .simulate import DEFAULT_MIX, assumed_effect, study_file
+    from .simulate import DEFAULT_MIX, assumed_effect, assumption_line, study_file
 
     study = load_study(study_file(config.study))
     if study.kind != "controlled":
         raise ValueError(f"{config.study}: power is computed on Table 1, which needs a controlled study")
+    repeats_from = "--repeats" if config.repeats is not None else f"--precision {config.precision:g}"
+    config = replace(config, primary=config.primary or default_primary(study),
+                     repeats=repeats_for(config.precision, config.target) if config.repeats is None else config.repeats)
     if config.repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {config.repeats}")
+    named = primary_comparisons(study.kind, study.arms)
+    if config.primary not in named:
+        raise ValueError(f"{config.primary!r} is not a primary test of this study; one of {', '.join(sorted(named))}")
     started = time.perf_counter()
     studies = sorted(_play_all(config, study.games), key=lambda s: (s["participants"], s["repeat"]))
     seconds = time.perf_counter() - started
@@ -329,21 +467,39 @@ def power(config: PowerConfig) -> dict:
     intervals = {mode: {test: participants_interval(rows, mode, test, config.target) for test in TESTS}
                  for mode in modes}
     projections = {mode: projected(studies, mode, config.alpha, config.target) for mode in modes}
+    found = [(s["participants"], s["primary"]["p_value"], s["primary"]["estimate"]) for s in studies]
+    about = next((s["primary"]["about"] for s in studies if s["primary"].get("about")), named[config.primary])
+    primary = {"name": config.primary, "test": test_name(config.primary), "what": about,
+               "success": SUCCESS, "rows": primary_rows(found, config.alpha, 1.0)}
+    advice = recommendation(primary["rows"], config.target, config.precision)
+    players = config.players or DEFAULT_MIX
+    assumed = assumed_effect(config.explanation_weight, players)
     games = sum(s["games"] for s in studies)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    plot = draw(rows, needed, config.target, config.alpha, out / "power.png", projections.get(OVERALL))
+    plot = draw(rows, needed, config.target, config.alpha, out / "power.png", projections.get(OVERALL), primary, advice)
     report = {"study": study.to_dict(), "sizes": list(config.sizes), "repeats": config.repeats,
-              "players": config.players or DEFAULT_MIX,
-              "assumed": assumed_effect(config.explanation_weight, config.players or DEFAULT_MIX),
+              "precision": config.precision, "repeats_from": repeats_from, "players": players, "assumed": assumed,
+              "assumptions": {
+                  "effect": assumption_line(assumed),
+                  "participants": (f"simulated participants of the preset mix {players} (game/participant.py), each "
+                                   "seeing the images with its own errors and learning over its games how far to trust "
+                                   f"the agent; every game played through the real server, rules and agent "
+                                   f"{config.agent!r}; nobody leaves early"),
+                  "design": design_said(study), "test": _test_said(primary, config.alpha),
+                  "simulations": _simulations_said(config.repeats, repeats_from)},
               "agent": config.agent, "world": str(config.world),
               "seed": config.seed, "alpha": config.alpha, "target": config.target, "method": METHOD,
-              "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; it does not keep "
-                                 "its level when participants differ: results/null_calibration.md)",
-                        "clustered": "the analysis's participant-clustered test (Table 1 p_value_clustered: the wild "
-                                     "cluster bootstrap, experiments/analysis/wild_bootstrap.py; for overall_inc_none "
-                                     "the participant-level randomization test of the arms, stats.relabel_test)"},
+              "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; an association that "
+                                 "does not keep its level when participants differ: results/null_calibration.md)",
+                        "clustered": "Table 1 p_value_clustered: the row's pooled with- against without-explanation "
+                                     "games, wild cluster bootstrap over participants (table1.ROW.pooled in the report's "
+                                     "list of tests, an association; for overall_inc_none the participant-level "
+                                     "randomization test of the arms, stats.relabel_test); not the registered primary",
+                        "primary": f"{primary['test']}: the registered primary ({primary['what']}); the participants "
+                                   "to register rest on it alone"},
               "power": rows, "participants_for_target": needed, "participants_for_target_ci": intervals,
+              "primary": primary, "recommendation": advice, "participants_to_register": advice["participants"],
               "projected": projections, "projection_method": PROJECTION,
               "cost": {"studies": len(studies), "games": games, "seconds": seconds,
                        "seconds_per_game": seconds / games if games else None, "processes": config.processes,
@@ -358,16 +514,32 @@ def power(config: PowerConfig) -> dict:
     return report
 
 
+def assumption_lines(assumptions: dict) -> list[str]:
+    """Every assumption a power rests on, one line each, as both power reports print them."""
+    return [said if said.startswith("ASSUMED") else f"ASSUMED {name}: {said}" for name, said in assumptions.items()]
+
+
+def primary_lines(test: str, rows: list[dict], advice: dict) -> list[str]:
+    """The registered primary's power by size with its interval, and the participants to register (or why none)."""
+    lines = [f"{'participants':>12s} {'studies':>8s} {'power':>7s} {'95% CI':>15s}   (the registered primary, {test})"]
+    for r in rows:
+        lines.append(f"{r['participants']:12d} {r['studies']:8d} {100 * r['power']:6.1f}% "
+                     f"[{100 * r['power_ci'][0]:5.1f}, {100 * r['power_ci'][1]:5.1f}]")
+    lines.append(f"register {advice['participants']} participants: `exag preregister --planned-n "
+                 f"{advice['participants']}` ({advice['reason']})" if advice["established"] else
+                 f"no number of participants to register: {advice['reason']}")
+    return lines
+
+
 def format_power(report: dict) -> str:
     rows = report["power"]
     modes = list(report["participants_for_target"])
-    from .simulate import assumption_line
-
-    lines = [assumption_line(report["assumed"]) + ("; the shares below are false-positive rates"
-                                                   if report["assumed"]["null"] else "")]
+    lines = assumption_lines(report["assumptions"])
+    if report["assumed"]["null"]:
+        lines[0] += "; the shares below are false-positive rates"
     lines += [f"{report['cost']['studies']} simulated studies, {report['cost']['games']} games in "
-             f"{report['cost']['seconds'] / 60:.1f} min ({report['cost']['seconds_per_game'] or 0:.2f} s/game); "
-             f"share with p < {report['alpha']:g} (naive / clustered):"]
+              f"{report['cost']['seconds'] / 60:.1f} min ({report['cost']['seconds_per_game'] or 0:.2f} s/game); "
+              f"Table 1's associations, for comparison: share with p < {report['alpha']:g} (naive / clustered):"]
     lines.append(f"{'participants':>12}  " + "  ".join(f"{m:>18}" for m in modes))
     for size in report["sizes"]:
         cells = []
@@ -388,6 +560,7 @@ def format_power(report: dict) -> str:
         if projected_note:
             said += f"; {projected_note}, normal approximation of an idealised test"
         lines.append(f"participants for {report['target']:.0%} power, {mode}: {said}")
+    lines += primary_lines(report["primary"]["test"], report["primary"]["rows"], report["recommendation"])
     if report["errors"]:
         lines.append(f"{len(report['errors'])} simulated participants stopped early, e.g. {report['errors'][0]}")
     lines.append(f"written: {report['files']['csv']}, {', '.join(report['files']['plot'])} and power.json")

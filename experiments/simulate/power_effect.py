@@ -14,9 +14,17 @@ analysis, and its registered primary test (game/preregistration.py test_name: `t
 that test's p-value is under alpha and its estimate points the registered way (the sign of D): a significant
 result in the other direction is not the hypothesis confirmed.
 
-Writes OUT/power.json (inputs, per size the share significant with its Wilson interval, the participants for the
-target power), OUT/power.csv and OUT/power.png/.svg. The participants it prints are what to register with
-`exag preregister --planned-n N`. The whole-game simulation (`exag simulate power` without --difference) plays
+How many simulated studies: `repeats` a size, else as many as make each power's 95% interval `precision` wide on
+each side near the target (power.py repeats_for: 246 for the default 0.05 at 80%). The participants to register
+rest on that interval: the smallest size whose power's 95% Wilson interval lies at or above the target (power.py
+recommendation). Where none does (too few studies, or sizes too small) there is no number to register, and the
+report says why: the interval at the size whose estimate reaches the target, from how many studies, and the repeats
+that would narrow it. 20 studies at an estimated 80% give an interval of 58-92%, which supports no number.
+
+Writes OUT/power.json (inputs, every assumption the power rests on in words (`assumptions`), per size the share
+significant with its Wilson interval, the participants to register or why none), OUT/power.csv and
+OUT/power.png/.svg. The participants it prints are what to register with `exag preregister --planned-n N`. The
+whole-game simulation (`exag simulate power` without --difference) plays
 every game through the real server and agent instead: slower, and its effect is a trust weight, not a difference.
 """
 from __future__ import annotations
@@ -29,13 +37,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 from tqdm import tqdm
 
 from game.preregistration import ANALYSIS, PRIMARY, OFFER_PRIMARIES, test_name
 from game.study import StudyConfig
 
-from .crowd import CONTROLLED, Crowd, crowd_study, icc_skill_sd, one_thread, report_tests
+from .crowd import CONTROLLED, Crowd, crowd_study, icc_skill_sd, one_thread, report_tests, shift
+from .power import (INTERVAL, PRECISION, RULE, assumption_lines, described, design_said, primary_lines,
+                    primary_rows, recommendation, repeats_for)
 
 TARGET = 0.8
 
@@ -46,7 +55,7 @@ class EffectPowerConfig:
     primary: str
     difference: float
     sizes: tuple[int, ...]
-    repeats: int
+    repeats: int | None              # None: repeats_for(precision, TARGET)
     out: Path
     icc: float = 0.4               # about the skill spread of the null calibration (SD 1.5 log-odds)
     practice: float = 0.15
@@ -54,16 +63,7 @@ class EffectPowerConfig:
     seed: int = 0
     processes: int = 1
     progress: bool = True
-
-
-def default_primary(study: StudyConfig) -> str:
-    """The study's registered primary, else the registrable effect test of its kind."""
-    registered = study.preregistration.get("primary")
-    if registered:
-        return registered
-    if study.kind == CONTROLLED:
-        return "overall" if study.order == "counterbalanced" else "net_of_practice"
-    return "offer"
+    precision: float = PRECISION     # half-width of each power's 95% interval near the target
 
 
 def crowd_of(config: EffectPowerConfig) -> Crowd:
@@ -83,12 +83,41 @@ def crowd_of(config: EffectPowerConfig) -> Crowd:
                  practice=config.practice, dropout=config.dropout, offer=study.offer == "randomized")
 
 
-def _one_study(task: tuple) -> tuple[int, float | None, float | None]:
-    """(participants, p-value, estimate) of the primary test in one simulated study."""
+def _one_study(task: tuple) -> tuple[int, float | None, float | None, str | None]:
+    """(participants, p-value, estimate, what the test is: power.described) of the primary test in one simulated
+    study."""
     crowd, participants, difference, seed, replicate, name = task
     games = crowd_study(np.random.default_rng([seed, participants, replicate]), crowd, participants, difference)
-    found = next((t for t in report_tests(games) if t["name"] == name), None)
-    return participants, (found or {}).get("p_value"), (found or {}).get("estimate")
+    found = next((t for t in report_tests(games) if t["name"] == name), None) or {}
+    return participants, found.get("p_value"), found.get("estimate"), described(found)
+
+
+def assumptions(config: EffectPowerConfig, crowd: Crowd, name: str, about: str | None, repeats: int,
+                repeats_from: str) -> dict[str, str]:
+    """Every assumption the power rests on, in words (power.json `assumptions`, printed above the table)."""
+    from game.preregistration import primary_comparisons
+
+    study, mean = config.study, 1 / (1 + np.exp(-crowd.base_log_odds))     # crowd.shift's mean participant
+    per = "a block" if study.kind == CONTROLLED else "a game (a tenth of it)"
+    what = about or primary_comparisons(study.kind, study.arms).get(config.primary, config.primary)
+    alpha = f"alpha {ANALYSIS['alpha']:g} {ANALYSIS['sides']}"
+    return {
+        "effect": (f"showing (controlled) or using (at will) explanations adds {100 * config.difference:+.1f} points to "
+                   f"the mean participant's win probability ({shift(config.difference, crowd.base_log_odds):+.2f} "
+                   f"log-odds), the same log-odds shift for every participant: no uneven effects, no carryover; an "
+                   f"assumption, not a finding"),
+        "participants": (f"their skill spread with SD {crowd.skill_sd:.2f} log-odds (intra-participant correlation "
+                         f"{config.icc:g}) around a mean participant who wins about {100 * mean:.0f}% without "
+                         f"explanations; practice {config.practice:+g} log-odds {per}; after each block "
+                         f"{100 * config.dropout:.0f}% of the participants leave, weaker ones more"
+                         + ("" if study.kind == CONTROLLED else " (at will: no blocks, nobody leaves)")),
+        "design": design_said(study),
+        "test": (f"the registered primary test {config.primary} ({name} in the report's list of tests: {what}), "
+                 f"{alpha}; a success: p < alpha with the estimate in the registered direction (the sign of the "
+                 "difference)"),
+        "simulations": (f"{repeats} simulated crowds at each size ({repeats_from}); each power with its {INTERVAL}; "
+                        f"{RULE}"),
+    }
 
 
 def effect_power(config: EffectPowerConfig) -> dict:
@@ -97,8 +126,12 @@ def effect_power(config: EffectPowerConfig) -> dict:
     name = test_name(config.primary)
     alpha = ANALYSIS["alpha"]
     direction = 1.0 if config.difference >= 0 else -1.0
+    repeats_from = "--repeats" if config.repeats is not None else f"--precision {config.precision:g}"
+    repeats = repeats_for(config.precision, TARGET) if config.repeats is None else config.repeats
+    if repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {repeats}")
     tasks = [(crowd, size, config.difference, config.seed, r, name) for size in config.sizes
-             for r in range(config.repeats)]
+             for r in range(repeats)]
     started = time.perf_counter()
     pool = multiprocessing.get_context("spawn").Pool(config.processes, initializer=one_thread) \
         if config.processes > 1 else None
@@ -109,17 +142,9 @@ def effect_power(config: EffectPowerConfig) -> dict:
         if pool is not None:
             pool.close()
             pool.join()
-    rows = []
-    for size in config.sizes:
-        mine = [(p, e) for n, p, e in found if n == size]
-        hits = sum(p is not None and p < alpha and e is not None and np.sign(e) == direction for p, e in mine)
-        low, high = proportion_confint(hits, len(mine), method="wilson")
-        rows.append({"participants": size, "studies": len(mine), "significant_registered_direction": int(hits),
-                     "power": float(hits / len(mine)), "power_ci": [float(low), float(high)],
-                     "not_computed": sum(p is None for p, _ in mine),
-                     "mean_estimate": float(np.mean([e for _, e in mine if e is not None]))
-                     if any(e is not None for _, e in mine) else None})
-    needed = next((r["participants"] for r in rows if r["power"] >= TARGET), None)
+    rows = primary_rows([(n, p, e) for n, p, e, _ in found], alpha, direction)
+    advice = recommendation(rows, TARGET, config.precision)
+    about = next((m for *_, m in found if m), None)
     report = {"study": config.study.study_id, "primary": config.primary, "test": name,
               "assumed": {"difference": config.difference, "icc": config.icc, "skill_sd": crowd.skill_sd,
                           "practice": config.practice, "dropout": config.dropout,
@@ -127,7 +152,13 @@ def effect_power(config: EffectPowerConfig) -> dict:
                                      "mean participant's win probability; an assumption, not a finding"},
               "crowd": asdict(crowd), "alpha": alpha, "sides": ANALYSIS["sides"], "target": TARGET,
               "success": "p < alpha with the estimate in the registered direction (the sign of the difference)",
-              "rows": rows, "participants_for_target": needed, "seconds": time.perf_counter() - started,
+              "repeats": repeats, "precision": config.precision, "repeats_from": repeats_from,
+              "assumptions": assumptions(config, crowd, name, about, repeats, repeats_from),
+              "rows": rows, "recommendation": advice,
+              # the participants to register: established by the interval (recommendation), else None
+              "participants_for_target": advice["participants"],
+              "participants_for_target_estimate": next((r["participants"] for r in rows if r["power"] >= TARGET), None),
+              "seconds": time.perf_counter() - started,
               "method": "experiments/simulate/power_effect.py: simulated crowds (crowd.py) through the report's "
                         "own analysis; the registered primary test read from its list of tests"}
     _write(config.out, report)
@@ -171,17 +202,7 @@ def draw(report: dict, path: Path) -> None:
 
 
 def format_effect_power(report: dict) -> str:
-    assumed = report["assumed"]
-    lines = [f"{report['study']}: power of the registered primary test {report['primary']} ({report['test']}) at "
-             f"{100 * assumed['difference']:+.1f} points (assumed), ICC {assumed['icc']:g}, practice "
-             f"{assumed['practice']:g} logit a block, dropout {assumed['dropout']:g} a block; success: p < "
-             f"{report['alpha']:g} in the registered direction",
-             f"{'participants':>12s} {'studies':>8s} {'power':>7s} {'95% CI':>15s}"]
-    for r in report["rows"]:
-        lines.append(f"{r['participants']:12d} {r['studies']:8d} {100 * r['power']:6.1f}% "
-                     f"[{100 * r['power_ci'][0]:5.1f}, {100 * r['power_ci'][1]:5.1f}]")
-    needed = report["participants_for_target"]
-    lines.append(f"{report['target']:.0%} power from {needed} participants: register it with `exag preregister "
-                 f"--planned-n {needed}`" if needed else
-                 f"no size simulated reaches {report['target']:.0%} power: simulate larger sizes")
-    return "\n".join(lines)
+    return "\n".join([f"{report['study']}: power of the registered primary test {report['primary']} "
+                      f"({report['test']}); success: p < {report['alpha']:g} in the registered direction"]
+                     + assumption_lines(report["assumptions"])
+                     + primary_lines(report["test"], report["rows"], report["recommendation"]))

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from experiments.simulate.power import PowerConfig, participants_for, participants_interval, power, power_table, projected
+from experiments.simulate.power import (PowerConfig, format_power, participants_for, participants_interval, power,
+                                       power_table, primary_rows, projected, recommendation)
 
 STUDY = {"study_id": "pow", "kind": "controlled", "arms": ["none", "both"], "sessions": 4, "games_per_session": 1}
 
@@ -47,6 +48,31 @@ def test_the_participants_needed_come_with_an_interval_from_the_powers_wilson_bo
     assert low == pytest.approx(20 + (0.8 - bounds[20][1]) / (bounds[40][1] - bounds[20][1]) * 20)
     upper_20, lower_40 = bounds[20][1], bounds[40][0]
     assert high == pytest.approx(20 + (0.8 - overall[20]["power_ci"][0]) / (lower_40 - overall[20]["power_ci"][0]) * 20)
+
+
+def test_participants_to_register_only_where_the_interval_reaches_the_target():
+    """Issue 55: 'register N=80' from 20 simulated studies whose interval was 58-92%. The number to register is the
+    smallest size whose power's 95% interval lies at or above the target; else none, with the interval and the
+    repeats that would narrow it."""
+    def found(size, hits, studies=20):
+        return [(size, 0.01 if k < hits else 0.5, 0.1) for k in range(studies)]
+    rows = primary_rows(found(40, 9) + found(80, 16), alpha=0.05, direction=1.0)
+    assert [r["power"] for r in rows] == [0.45, 0.8]
+    advice = recommendation(rows, target=0.8, precision=0.05)
+    assert advice["participants"] is None and not advice["established"] and advice["repeats_for_precision"] == 246
+    assert advice["reason"].startswith("not established: the interval at N=80 is 58-92% from 20 simulated studies")
+    assert "about 246" in advice["reason"]
+    # all 20 significant at 160: its interval (84-100%) lies above 80%, so 160 is established; 80 only estimated
+    advice = recommendation(primary_rows(found(40, 9) + found(80, 16) + found(160, 20), 0.05, 1.0), 0.8, 0.05)
+    assert advice["participants"] == 160 and advice["established"]
+    assert "at N=160 the power's 95% interval is 84-100% from 20 simulated studies" in advice["reason"]
+    assert "N=80 reaches 80% on its estimate" in advice["reason"]
+    advice = recommendation(primary_rows(found(40, 9), 0.05, 1.0), 0.8, 0.05)
+    assert advice["participants"] is None and "no size simulated reaches 80%" in advice["reason"]
+    # significant the other way is no success; a p that could not be computed counts as not significant
+    rows = primary_rows([(10, 0.01, -0.2), (10, 0.01, 0.2), (10, None, None)], 0.05, 1.0)
+    assert rows[0]["significant_registered_direction"] == 1 and rows[0]["significant_any_direction"] == 2
+    assert rows[0]["not_computed"] == 1 and rows[0]["power"] == pytest.approx(1 / 3)
 
 
 def test_projected_participants_from_the_difference_and_its_spread():
@@ -93,3 +119,18 @@ def test_power_on_a_tiny_study(tiny_agent_dir, agent_world, tiny_nle_dir, tmp_pa
         assert len(list(csv.DictReader(f))) == len(written["power"])
     assert (out / "power.png").stat().st_size > 1000 and (out / "power.svg").is_file()
     assert report["cost"]["games"] == written["cost"]["games"]
+    # the participants to register rest on the registered primary (the random-intercept table1.overall of a
+    # counterbalanced study), not on Table 1's pooled p-values; 2 studies a size establish nothing
+    assert written["primary"]["name"] == "overall" and written["primary"]["test"] == "table1.overall"
+    assert all(set(s["primary"]) == {"p_value", "estimate", "about"} for s in written["studies"])
+    assert [r["studies"] for r in written["primary"]["rows"]] == [2, 2]
+    assert written["participants_to_register"] is None and not written["recommendation"]["established"]
+    assert written["repeats"] == 2 and written["repeats_from"] == "--repeats" and written["precision"] == 0.05
+    said = written["assumptions"]
+    assert set(said) == {"effect", "participants", "design", "test", "simulations"}
+    assert said["effect"].startswith("ASSUMED effect of explanations") and "careful" in said["participants"]
+    assert "table1.overall" in said["test"] and "alpha 0.05" in said["test"]
+    assert said["simulations"].startswith("2 simulated studies at each size (--repeats)")
+    printed = format_power(written)
+    assert said["effect"] in printed and f"ASSUMED test: {said['test']}" in printed
+    assert "no number of participants to register: not established" in printed

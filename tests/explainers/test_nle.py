@@ -1,6 +1,7 @@
 """The nle explainer: a tiny GPT-2 trained in seconds (through the real command) on the tiny agent's
 outputs, explaining requests; its persistence; and the NLG metrics of its benchmark."""
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -142,3 +143,32 @@ def test_an_explanation_that_says_another_answer_is_counted_as_a_contradiction()
     assert contradicts_answer("no", "exist", "There is a red cube left of the ball.")
     assert contradicts_answer("yes", "equal_color", "The cube is red and the ball is blue.")   # decided (issue 32)
     assert contradicts_answer("yes", "equal_color", "The cube is red.") is None
+
+
+def test_a_private_agent_carries_its_own_nle_model(tiny_agent_dir, agent_world, tmp_path):
+    """Issue 55: a private agent (a checkpoint directory of its own, docs/real-study.md) lost the NLE explainer: no
+    shipped model matches its weights, and a study's agent gets none of the server's NLE options. `exag train nle
+    --agent DIR` writes DIR/nle, and the explainer finds it there, as a server's worker loads it."""
+    from explainers import registry
+    from server.worker import WorkerConfig, explainer_options
+
+    private = tmp_path / "private-medium"
+    shutil.copytree(tiny_agent_dir, private)
+    agent = VQAAgent.from_pretrained(private, device="cpu")
+    with pytest.raises(FileNotFoundError, match="writes DIR/nle"):
+        resolve_nle_path(agent)
+    assert exag(["train", "nle", "--agent", str(private), "--world", str(agent_world), "--epochs", "1",
+                 "--max-items", "200"]) == 0
+    assert (private / "nle" / "config.json").exists()
+    copied = tmp_path / "elsewhere"                  # the directory travels with its NLE
+    shutil.copytree(private, copied)
+    agent = VQAAgent.from_pretrained(copied, device="cpu")
+    assert resolve_nle_path(agent) == copied / "nle"
+    options = explainer_options(WorkerConfig("redis://unused", agent_world), str(copied))   # a study's agent
+    loaded, unavailable = registry.load_explainers(agent, ["nle"], options)
+    assert unavailable == {} and loaded["nle"].path == copied / "nle"
+    # weights changed since (trained again): refused with what to do, never explained by a stale model
+    (copied / "nle" / "config.json").write_text(json.dumps(
+        {**json.loads((copied / "nle" / "config.json").read_text()), "agent_fingerprint": "0" * 32}))
+    with pytest.raises(FileNotFoundError, match="trained on another agent"):
+        resolve_nle_path(VQAAgent.from_pretrained(copied, device="cpu"))

@@ -3,6 +3,7 @@ any file fails; a registered study is held to what it registered, as a server wo
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -69,3 +70,21 @@ def test_a_registered_study_is_checked_against_what_it_registered(study_file, tm
     open(path, "w").write(json.dumps(data))
     assert main(["study", "check", path]) == 2
     assert "pre-registered with other pool_fingerprint" in capsys.readouterr().out
+
+
+def test_a_private_agent_without_its_nle_model_fails_a_study_that_shows_nle(study_file, tiny_agent_dir, tiny_nle_dir,
+                                                                            tmp_path, capsys):
+    """Issue 55: the study checked ok, then the private agent's server had no NLE to show. Now one line says so and
+    what makes it; with the agent's own model in its directory (what `exag train nle --agent DIR` writes) it passes."""
+    private = tmp_path / "private-agent"
+    shutil.copytree(tiny_agent_dir, private)
+    nle, sham, plain = (study_file(study_id=f"s{k}", arms=arms, agent=str(private))
+                        for k, arms in enumerate((["none", "nle"], ["nle", "nle-other"], ["none", "attention"])))
+    assert main(["study", "check", nle, sham, plain]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    for line in lines[:2]:
+        assert f"the nle explainer has no model for the agent {private}" in line
+        assert f"exag train nle --agent {private} --world WORLD" in line
+    assert ": ok (" in lines[2]
+    shutil.copytree(tiny_nle_dir, private / "nle")
+    assert main(["study", "check", nle, sham]) == 0
