@@ -66,9 +66,11 @@ PRIMARY_OUTCOME = "the win: a game's right guess with points left (games.won in 
 # its arms: that arm's Table 1 row); experiments/analysis/preregistered.py finds each in the report.
 PRIMARY = {
     "controlled": {
-        "overall": "Table 1, row 'overall', its effect test (`effect`): the win on showing explanations with a fixed "
-                   "effect per participant and per block (OLS, wild cluster bootstrap over participants) in the arms "
-                   "that show explanations, the arms without anchoring the block effects; needs a counterbalanced order",
+        "overall": "Table 1, row 'overall', its effect test (`effect`): the participants' average direct effect of "
+                   "showing explanations, a random-intercept model of each randomized participant's win rate per block "
+                   "(an intercept per block and a carryover term, feasible GLS) tested with CR2 errors and "
+                   "Bell-McCaffrey degrees of freedom, the arms without explanations anchoring the block effects; "
+                   "needs a counterbalanced order",
         "overall_inc_none": "Table 1, row 'overall_inc_none': with-explanation games of the explanation arms against "
                             "every arm's other games; randomization test of the explanation arms (exact under no effect "
                             "on any game only: an association, no longer registrable)",

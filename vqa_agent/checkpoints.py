@@ -123,9 +123,14 @@ def is_shipped(name: str | Path) -> bool:
 
 def checkpoint_fingerprint(name: str | Path) -> str:
     """A short hash of the checkpoint's files (configuration, vocabulary, weights; for "hf:PATH", its
-    transformers files: checkpoint_files). The same wherever the files lie: only their names and bytes count."""
-    files = checkpoint_files(name)
-    stamps = tuple((f, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    transformers files: checkpoint_files), and of the agent's own NLE model when its directory holds one (OWN_NLE:
+    the explainer it shows players, so a registration freezes it too). The same wherever the files lie: only their
+    names and bytes count."""
+    files = [(f.name, f) for f in checkpoint_files(name)]
+    own_nle = files[0][1].parent / OWN_NLE if files else None
+    if own_nle is not None and own_nle.is_dir():
+        files += [(f.relative_to(own_nle.parent).as_posix(), f) for f in sorted(own_nle.rglob("*")) if f.is_file()]
+    stamps = tuple((label, f, f.stat().st_mtime_ns, f.stat().st_size) for label, f in files)
     return _fingerprint(stamps)
 
 
@@ -133,8 +138,8 @@ def checkpoint_fingerprint(name: str | Path) -> str:
 def _fingerprint(stamps: tuple) -> str:
     # keyed by the files' times and sizes too, so a checkpoint rewritten in place is hashed again
     digest = hashlib.blake2b(digest_size=8)
-    for file, _, _ in stamps:
-        digest.update(file.name.encode())
+    for label, file, _, _ in stamps:
+        digest.update(label.encode())
         with open(file, "rb") as data:      # in blocks: a transformers model's weights may be gigabytes
             for block in iter(lambda: data.read(1 << 24), b""):
                 digest.update(block)

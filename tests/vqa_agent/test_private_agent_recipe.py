@@ -20,3 +20,25 @@ def test_the_page_and_the_console_give_the_same_commands_and_minutes():
         assert f"\n{command}\n" in page                   # in the page's code block, as typed
         assert f"`{command}`" in PRIVATE_AGENT
     assert f"about {PRIVATE_AGENT_MINUTES} minutes" in " ".join((DOCS / "studies.md").read_text().split())
+
+
+def test_an_agents_own_nle_model_is_part_of_its_fingerprint_so_a_registration_freezes_it(tiny_agent_dir, tmp_path):
+    import shutil
+
+    from vqa_agent.checkpoints import CHECKPOINT_FILES, OWN_NLE, checkpoint_fingerprint
+
+    agent = tmp_path / "private"
+    agent.mkdir()
+    for name in CHECKPOINT_FILES:
+        shutil.copy(Path(tiny_agent_dir) / name, agent / name)
+    without = checkpoint_fingerprint(agent)
+    assert without == checkpoint_fingerprint(tiny_agent_dir)      # only names and bytes count
+    (agent / OWN_NLE).mkdir()
+    (agent / OWN_NLE / "model.safetensors").write_bytes(b"nle weights")
+    with_nle = checkpoint_fingerprint(agent)
+    assert with_nle != without
+    (agent / OWN_NLE / "model.safetensors").write_bytes(b"other nle weights")
+    assert checkpoint_fingerprint(agent) not in (with_nle, without)     # another NLE model: another agent
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(agent, moved)
+    assert checkpoint_fingerprint(moved) == checkpoint_fingerprint(agent)
