@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from .world.default import FULL_WORLD_HELP, default_world, rendered_image
@@ -20,10 +21,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=None, help="override the preset's epochs")
     parser.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu or cuda")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="CPU threads of torch, BLAS and OpenMP (default 1: the time docs/real-study.md measured, "
-                             "whatever else the machine runs; more threads on a busy machine can take several times "
-                             "longer)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads of torch, BLAS and OpenMP (default: half the cores, 1 on a 2-core machine, "
+                             "where docs/real-study.md measured its times; threads that compete with whatever else "
+                             "the machine runs, such as the server, can take several times longer)")
     parser.set_defaults(run=train_command)
 
 
@@ -32,9 +33,10 @@ def train_command(args: argparse.Namespace) -> int:
     from .threads import pin_threads
     from .train import train_agent
 
-    if args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    pin_threads(args.threads, load_torch=True)
+    threads = max(1, (os.cpu_count() or 2) // 2) if args.threads is None else args.threads
+    if threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {threads}")
+    pin_threads(threads, load_torch=True)
     overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed)) if v is not None}
     world = default_world(args.world, ("train", "val"), "`exag train agent`")
     out = train_agent(world, args.out, preset(args.preset, **overrides), device=args.device)
