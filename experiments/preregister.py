@@ -44,7 +44,7 @@ be registered. A study whose links may name the arm (choose_arm) cannot be regis
   {", ".join(FLAGS)}
 planned_n: --planned-n (or "planned_n" in the section). How many the primary test needs, from the effect you
 expect (a win-rate difference), how much players differ, practice and dropout:
-  exag simulate power --study STUDY --difference 0.10 --sizes 16,40,80 --repeats 200 --out power/
+  exag simulate power --study STUDY --difference 0.10 --sizes 16,40,80 --out power/
 
 After this, the study is held to it: a study file whose plan or config no longer matches its hash is refused
 in one line naming the changed fields, a server refuses a study whose agent checkpoint is not the registered
@@ -95,7 +95,7 @@ def preregister(study_path: Path, out: Path, planned_n: int | None = None,
     if lacking:
         raise ValueError(f"{study_path}: the \"preregistration\" section lacks {', '.join(lacking)}"
                          + (f" (give --planned-n N; `exag simulate power --study {study_path} --difference 0.10 "
-                            "--sizes 16,40,80 --repeats 200 --out power/` says how many the primary test needs "
+                            "--sizes 16,40,80 --out power/` says how many the primary test needs "
                             "for a 10-point effect)" if lacking == ["planned_n"] else "")
                          + "; see `exag preregister --help`")
     refuse_unregistrable(study, plan["primary"], study_path)
