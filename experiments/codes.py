@@ -15,7 +15,7 @@ Each submission gets a verdict:
 - `wrong_code`: it finished, but Prolific holds another code (a typo, or a code copied from someone else);
 - `not_finished`: its participation never finished here, yet a code reached Prolific (a shared or guessed code);
 - `no_participation`: no participation of the study has its PID and session;
-- `no_code`: Prolific holds no code for it (returned, timed out, or still active).
+- `no_code`: Prolific holds no code for it (returned, timed out, still active, or NOCODE: submitted without one).
 And each participation that finished here without a submission on Prolific is listed (`finished_not_submitted`).
 
 Exit status 0 when every submission with a code matches, 2 otherwise. `--out FILE.csv` writes every verdict.
@@ -31,7 +31,8 @@ from pathlib import Path
 # Prolific's column names, current export first; the older export's after
 PARTICIPANT_COLUMNS = ("Participant id", "participant_id")
 SUBMISSION_COLUMNS = ("Submission id", "session_id")
-CODE_COLUMNS = ("Completion code", "entered_code")
+CODE_COLUMNS = ("Completion code", "entered_code", "study_code")        # the last: the API's submissions
+NO_CODE = ("", "NOCODE")      # Prolific writes NOCODE where a participant submitted without a code
 STATUS_COLUMNS = ("Status", "status")
 VERDICTS = ("match", "wrong_code", "not_finished", "no_participation", "no_code")
 PROBLEMS = ("wrong_code", "not_finished", "no_participation")
@@ -129,7 +130,7 @@ def check_codes(submissions: list[Submission], participants, static: str = "") -
     for s in submissions:
         mine = ours.get((s.participant, s.submission))
         submitted.add((s.participant, s.submission))
-        if not s.code:
+        if s.code.upper() in NO_CODE:
             verdict = "no_code"
         elif mine is None:
             verdict = "no_participation"

@@ -59,17 +59,18 @@ def test_every_submission_gets_its_verdict(played, connect, tmp_path, capsys):
         writer.writerow(["S-cat", "cat0000000000000000000003", "AWAITING REVIEW", "", bea_code])      # never finished
         writer.writerow(["S-dan", "dan0000000000000000000005", "AWAITING REVIEW", "", "STATIC-1"])    # never here
         writer.writerow(["S-eve", "eve0000000000000000000006", "RETURNED", "", ""])                   # no code
+        writer.writerow(["S-gus", "gus0000000000000000000007", "AWAITING REVIEW", "", "NOCODE"])      # Prolific's none
     verdicts = tmp_path / "verdicts.csv"
     status = main(["codes", "check", "--prolific", str(submissions), "--data", str(export), "--study", "codes",
                    "--out", str(verdicts)])
     printed = capsys.readouterr().out
     assert status == 2
-    assert printed.splitlines()[0] == "5 submissions: 1 match, 1 wrong_code, 1 not_finished, 1 no_participation, 1 no_code"
+    assert printed.splitlines()[0] == "6 submissions: 1 match, 1 wrong_code, 1 not_finished, 1 no_participation, 2 no_code"
     assert "wrong_code: participant bea0000000000000000000002" in printed and f"earned {bea_code!r}" in printed
     assert "1 participations finished here without a submission on Prolific: prolific:fin" in printed
     rows = {row["submission_id"]: row["verdict"] for row in csv.DictReader(open(verdicts))}
     assert rows == {"S-ann": "match", "S-bea": "wrong_code", "S-cat": "not_finished", "S-dan": "no_participation",
-                    "S-eve": "no_code", "S-fin": "finished_not_submitted"}
+                    "S-eve": "no_code", "S-gus": "no_code", "S-fin": "finished_not_submitted"}
     assert fin["stage"] == "done"
 
     with open(submissions, "w", newline="") as file:       # the older export's columns, all matching
