@@ -20,8 +20,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # a checkout's folders that hold no code the study runs: a study file edited by `exag preregister` itself, the
-# docs, benchmark results and tests do not change the version
-NOT_CODE = ("studies", "docs", "results", "tests")
+# docs, benchmark results and tests do not change the version (nor does any Markdown file)
+NOT_CODE = ("studies", "docs", "results", "tests", "*.md")
+# where an untracked file is code the study runs: the packages, the page, the scripts, and top-level Python. What a
+# researcher's commands write elsewhere in the checkout (docs/real-study.md's prereg/, dry-run/, report/ and the
+# like) is data, which must not change the version between `exag preregister` and the study (issue 55: it did)
+CODE = ("vqa_agent", "explainers", "game", "server", "experiments", "frontend", "scripts", ":(glob)*.py",
+        "pyproject.toml")
 
 
 @functools.lru_cache(maxsize=1)      # the analysis and the server ask for each registered study; it stays
@@ -32,8 +37,8 @@ def exag_version() -> str:
 
 def checkout_version(repo: Path) -> str:
     """The commit of the exag checkout that runs, with "+changes-" and a hash of what differs from it when
-    anything does (the diff of its tracked files and the content of its untracked, not ignored files, outside
-    NOT_CODE: two different local edits are two versions), else the installed package's version."""
+    anything does (the diff of its tracked files outside NOT_CODE and the content of its untracked, not ignored files
+    in CODE: two different local edits are two versions), else the installed package's version."""
     def git(*args: str) -> bytes:
         return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=30, check=True).stdout
 
@@ -44,7 +49,7 @@ def checkout_version(repo: Path) -> str:
         outside = [f":(exclude){top}" for top in NOT_CODE]
         diff = git("diff", "HEAD", "--binary", "--", ".", *outside)
         changes = hashlib.sha256(diff)
-        untracked = sorted(p for p in git("ls-files", "--others", "--exclude-standard", "-z", "--", ".", *outside)
+        untracked = sorted(p for p in git("ls-files", "--others", "--exclude-standard", "-z", "--", *CODE)
                            .decode().split("\0") if p)
         for name in untracked:
             path = repo / name

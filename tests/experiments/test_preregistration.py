@@ -463,6 +463,17 @@ def test_the_registered_version_tells_one_local_edit_from_another(tmp_path):
     (tmp_path / "plugin.py").write_text("BOOTSTRAP = 999\n")          # an untracked source counts too
     untracked = exag_version(tmp_path)
     assert untracked.startswith(clean + "+changes-") and untracked not in (one, other)
+    (tmp_path / "game").mkdir()
+    (tmp_path / "game" / "rule.py").write_text("X = 1\n")                 # so does one in a package
+    in_package = exag_version(tmp_path)
+    assert in_package not in (untracked, one, other)
+    # issue 55: what docs/real-study.md's commands write into the checkout is data, not code: `exag study check`
+    # after `exag preregister` found "another exag_version" once prereg/ and dry-run/ existed
+    for output in ("prereg/reviewed-1.json", "prereg/reviewed-1.md", "dry-run/report/report.html",
+                   "dry-run/export/games.csv", "NOTES.md"):
+        (tmp_path / output).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / output).write_text("written by a command\n")
+    assert exag_version(tmp_path) == in_package
 
 
 def test_planned_n_counts_who_finished_so_registered_exclusions_are_no_deviation(tmp_path):
