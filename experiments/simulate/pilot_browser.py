@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 
 from game.players import SimplePlayer
 
+from .bot import MIN_INTERVAL_S
 from .pilot import ENDS, STEPS_PER_GAME, Participation, PilotFailed, PilotRefused, StudyFile, run_pilot
 
 TIMEOUT_S = 60.0               # for any reply, render or navigation
@@ -83,6 +84,7 @@ class BrowserParticipant:
         self.errors: list[str] = []
         self.page_errors: list[str] = []
         self.errors_seen = 0
+        self.last_action = 0.0
         self.page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
         self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
         self.link = f"{url}/?" + urlencode({"study": study.study.study_id, **run.join, **({"arm": arm} if arm else {})})
@@ -122,6 +124,10 @@ class BrowserParticipant:
     def act(self, what: str, do) -> dict:
         """Does `do()` on the page and waits for the server's next view, and for the page to show its stage."""
         sent = len(self.states)
+        # as polite as `exag bot`'s connections: the server refuses a flood (a whole study clicked through at a
+        # browser's speed ran past its sustained 10 messages a second, with the page's own messages)
+        time.sleep(max(0.0, self.last_action + MIN_INTERVAL_S - time.monotonic()))
+        self.last_action = time.monotonic()
         do()
         self.wait(lambda: len(self.states) > sent, f"reply to {what}")
         self.page.locator(f'#stage[data-stage="{self.state["stage"]}"]').wait_for(state="attached")
