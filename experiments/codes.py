@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +105,6 @@ def read_prolific(path: Path) -> list[Submission]:
 
 def static_code(studies, study_id: str) -> str:
     """The study's static completion code, from its config in the studies table ("" when none or unknown)."""
-    import json
-
     if studies.empty or "config" not in studies:
         return ""
     rows = studies[studies["study"] == study_id]

@@ -280,9 +280,9 @@ def _key(where: str, value) -> str:
     return value
 
 
-def _text(where: str, value) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
-        raise ValueError(f"{where}: text of 1-{MAX_TEXT} characters")
+def _text(where: str, value, limit: int = MAX_TEXT) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise ValueError(f"{where}: text of 1-{limit} characters")
     return value
 
 

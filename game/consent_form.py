@@ -136,7 +136,7 @@ def parse_consent(data: object) -> ConsentForm:
     if data.get("duration_minutes") is not None:
         form["duration_minutes"] = _integer("consent.duration_minutes", data["duration_minutes"], 1, 600)
     if "information" in data:
-        form["information"] = tuple(_paragraph(f"consent.information[{i}]", text)
+        form["information"] = tuple(_text(f"consent.information[{i}]", text, MAX_PARAGRAPH)
                                     for i, text in enumerate(_list("consent.information", data["information"])))
     if "statements" in data:
         statements = data["statements"]
@@ -198,10 +198,3 @@ def missing_researcher(form: ConsentForm) -> list[str]:
     who runs it, whom to contact, its ethics approval, how long it takes and what it pays."""
     return [name for name in ("researcher", "contact", "ethics", "payment") if not getattr(form, name).strip()] + \
         (["duration_minutes"] if form.duration_minutes is None else [])
-
-
-def _paragraph(where: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_PARAGRAPH:
-        raise ValueError(f"{where}: text of 1-{MAX_PARAGRAPH} characters")
-    return value
-

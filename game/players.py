@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import PREFER_NOT
 from .settings import RATINGS
 from .state import sells_explanations
 
@@ -77,3 +78,19 @@ class LoadPlayer(SimplePlayer):
     def wants_guess(self, game: dict) -> bool:
         """Guess once the game's questions are asked (or no more can be) and the last one is rated."""
         return game["phase"] == "asking" and not self.wants_question(game)
+
+
+def indifferent_answers(questionnaire: list[dict], demographics: list[dict] = (), text: str = "") -> dict[str, str]:
+    """A player's end questionnaire, as the page is sent it (the study's items, game/consent_form.py, and its
+    demographics items, game/checks.py), answered with no opinion: each choice its middle option, a required text
+    `text`, an optional one empty; each demographics choice "Prefer not to say", a text item empty."""
+    answers = {}
+    for item in questionnaire:
+        if item["type"] == "text":
+            answers[item["key"]] = text if item.get("required") else ""
+        else:
+            answers[item["key"]] = item["options"][len(item["options"]) // 2]
+    for item in demographics:
+        options = item.get("options") or []
+        answers[item["key"]] = (PREFER_NOT if PREFER_NOT in options else options[len(options) // 2]) if options else ""
+    return answers

@@ -70,9 +70,8 @@ def check_file(path: Path, server_agent: str = "default") -> str:
     if study.pool:
         pool_dir(study.pool)                       # FileNotFoundError when there is none
     registered = registered_run(study, agent)      # a registered study run otherwise: ValueError
-    games = study.sessions * study.games_per_session
     warnings = paid_study_warnings(study)
-    return (f"{study.kind}, {len(study.arms)} arm{'s' * (len(study.arms) != 1)}, {games} games a participant, "
+    return (f"{study.kind}, {len(study.arms)} arm{'s' * (len(study.arms) != 1)}, {study.games} games a participant, "
             f"agent {agent}" + (f", pre-registered sha256 {study.preregistration['sha256'][:12]}..., what it runs "
                                 "is what was registered" if registered else ", not pre-registered")
             + "".join(f"; warning: {w}" for w in warnings))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from vqa_agent.world.parser import Unparseable, parse
+from vqa_agent.world.parser import unparsed_reason
 
 HOW_TO_ASK = ("Ask about color, shape, size (small or large), material (metal or rubber), position (left of, right "
               "of, in front of, behind) or how many.")
@@ -34,12 +34,10 @@ def applies(agent, has_ground_truth: bool) -> bool:
 
 
 def notice(question: str) -> str | None:
-    """The player's notice for `question`, or None when the parser reads it exactly."""
-    try:
-        parse(question)
-    except Unparseable as reason:
-        return f"{plain(str(reason))} {HOW_TO_ASK}"
-    return None
+    """The player's notice for `question`, or None when the parser reads it exactly (the grading's own parse:
+    vqa_agent/world/parser.py parse_program)."""
+    reason = unparsed_reason(question)
+    return None if reason is None else f"{plain(reason)} {HOW_TO_ASK}"
 
 
 def _quoted(words: list[str]) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 import socketio
 from tqdm import tqdm
 
-from game.players import LoadPlayer, SimplePlayer
+from game.players import LoadPlayer, SimplePlayer, indifferent_answers
 from server import browser
 
 DEMO_STUDIES = {"at-will": "demo", "controlled": "demo-controlled"}
@@ -146,23 +146,12 @@ def play_games(url: str, games: int, setting: str, arm: str | None = None, study
                 if bot.state["stage"] == "consent":
                     bot.send("consent", {"agree": True})
                 bot.send("begin", {})
-            game = bot.state["game"]
-            gid = game["game_id"]
-            while player.wants_question(game):
-                game = bot.send("ask", {"game_id": gid, "question": player.question()})["game"]
-                ask_ms.append(bot.last_reply_ms)
-                if player.wants_explanations(game):
-                    game = bot.send("explain", {"game_id": gid})["game"]
-                    explain_ms.append(bot.last_reply_ms)
-                game = bot.send("rate", {"game_id": gid, "rating": player.rating()})["game"]
-            game = bot.send("guess", {"game_id": gid, "image": player.guess(game)})["game"]
-            per_game.append({"game_id": gid, "won": game["won"], "score": game["score"], "questions": len(game["rounds"]),
-                             "arm": bot.state["participant"]["arm"], "with_explanations": game["with_explanations"]})
+            per_game.append({**play_game(bot, player, times={"ask": ask_ms, "explain": explain_ms}),
+                             "arm": bot.state["participant"]["arm"]})
             bar.update(1)
-            bot.send("next_game", {"game_id": gid})
             if bot.state["stage"] == "questionnaire":
-                bot.send("questionnaire", {"answers": {"trust": "Neutral", "explanations_helped": "Neutral",
-                                                       "understood": "Neutral", "strategy": "bot", "comments": ""}})
+                bot.send("questionnaire", {"answers": indifferent_answers(bot.state["questionnaire"],
+                                                                          bot.state.get("demographics") or [])})
     except BotError as error:
         errors.append(str(error))
     finally:
@@ -176,6 +165,34 @@ def play_games(url: str, games: int, setting: str, arm: str | None = None, study
             "mean_score": float(np.mean([g["score"] for g in per_game])) if per_game else None,
             "ask_to_answer_ms": _percentiles(ask_ms), "explain_ms": _percentiles(explain_ms),
             "errors": errors, "per_game": per_game}
+
+
+def play_game(bot: Bot, player: SimplePlayer, min_questions: int = 0, times: dict[str, list] | None = None) -> dict:
+    """The current game, to its guess (at least `min_questions` questions; a game left in its rating phase is rated
+    first), then on to the next: what it came to. `times`: event ("ask", "explain") -> a list that gets each of its
+    reply times (ms)."""
+    game = bot.state["game"]
+    gid = game["game_id"]
+
+    def send(event: str, payload: dict) -> dict:
+        game = bot.send(event, {"game_id": gid, **payload})["game"]
+        if times is not None and event in times:
+            times[event].append(bot.last_reply_ms)
+        return game
+
+    if game["phase"] == "rating":
+        game = send("rate", {"rating": player.rating()})
+    while game["phase"] == "asking" and (len(game["rounds"]) < min_questions or player.wants_question(game)):
+        game = send("ask", {"question": player.question()})
+        if player.wants_explanations(game):
+            game = send("explain", {})
+        game = send("rate", {"rating": player.rating()})
+    if game["phase"] != "finished":
+        game = send("guess", {"image": player.guess(game)})
+    played = {"game_id": gid, "won": game["won"], "score": game["score"], "questions": len(game["rounds"]),
+              "with_explanations": game["with_explanations"]}
+    bot.send("next_game", {"game_id": gid})
+    return played
 
 
 def _percentiles(times: list[float]) -> dict:
@@ -195,8 +212,6 @@ FAILED_RETRY_S = 1.0             # a participant whose connection or thread fail
 LOAD_TIMEOUT_S = 30.0            # no reply within this is a timeout (the participant then reconnects)
 DEMO_CONTROLLED_ARMS = ("none", "attention", "relqa", "both", "nle", "introspect")   # studies/demo-controlled.json
 SAMPLE_EVERY_S = 1.0             # server CPU / RSS sampling
-QUESTIONNAIRE = {"trust": "Neutral", "explanations_helped": "Neutral", "understood": "Neutral",
-                 "strategy": "load test", "comments": ""}
 
 
 def parse_mix(text: str | None) -> float:
@@ -414,7 +429,8 @@ class _LoadParticipant(threading.Thread):
         elif stage == "instructions":
             send(bot, "begin", {})
         elif stage == "questionnaire":
-            send(bot, "questionnaire", {"answers": QUESTIONNAIRE})
+            send(bot, "questionnaire", {"answers": indifferent_answers(state["questionnaire"],
+                                                                       state.get("demographics") or [])})
         elif stage != "game" or state["game"] is None:
             return False
         else:

@@ -35,13 +35,13 @@ from urllib.parse import parse_qs, urlsplit
 import socketio
 from tqdm import tqdm
 
-from game.checks import CHECK_FLAGS, PREFER_NOT, attention_view, colour_screen_view, comprehension_view, plate_key
+from game.checks import CHECK_FLAGS, attention_view, colour_screen_view, comprehension_view, plate_key
 from game.completion_link import CODE_PARAMETER, return_link
-from game.players import SimplePlayer
+from game.players import SimplePlayer, indifferent_answers
 from game.settings import settings_named
 from game.study import StudyConfig, explainers_of, is_test_participation
 
-from .bot import Bot, BotError, BotRefused
+from .bot import Bot, BotError, BotRefused, play_game
 
 PLATFORMS = ("prolific", "mturk", "none")
 ENDS = ("done", "screened_out", "declined")     # stages a participation ends in
@@ -122,10 +122,6 @@ def join_ids(study: StudyConfig, platform: str) -> dict:
 
 def _same(a, b) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-def _middle(options: list[str]) -> str:
-    return options[(len(options) - 1) // 2]
 
 
 class StudyFile:
@@ -262,19 +258,9 @@ class StudyFile:
 
 
 def questionnaire_answers(view: dict) -> dict:
-    """An answer to every item the view lists: the questionnaire's (scale and choice: an option, the middle one;
-    text: PILOT_TEXT when required, else empty) and the demographics' ("Prefer not to say")."""
-    answers = {}
-    for item in view.get("questionnaire") or []:
-        required = item.get("required", item["type"] in ("scale", "choice"))
-        if item["type"] in ("scale", "choice"):
-            answers[item["key"]] = _middle(item["options"])
-        else:
-            answers[item["key"]] = PILOT_TEXT if required else ""
-    for item in view.get("demographics") or []:
-        options = item.get("options") or []
-        answers[item["key"]] = (PREFER_NOT if PREFER_NOT in options else _middle(options)) if options else ""
-    return answers
+    """An answer to every item the view lists, the questionnaire's and the demographics' (a required text:
+    PILOT_TEXT)."""
+    return indifferent_answers(view.get("questionnaire") or [], view.get("demographics") or [], PILOT_TEXT)
 
 
 def code_problem(study: StudyConfig, code: str, link: str, returned_to: str | None = None) -> str:
@@ -334,25 +320,6 @@ def play_participation(url: str, study: StudyFile, run: Participation, player: S
         raise PilotFailed(f"at {run.stage}: {error}") from None
     finally:
         bot.close()
-
-
-def play_game(bot: Bot, player: SimplePlayer, min_questions: int) -> dict:
-    """The current game as play_games plays it (at least the study's `min_questions`), then the next."""
-    game = bot.state["game"]
-    gid = game["game_id"]
-    if game["phase"] == "rating":
-        game = bot.send("rate", {"game_id": gid, "rating": player.rating()})["game"]
-    while game["phase"] == "asking" and (len(game["rounds"]) < min_questions or player.wants_question(game)):
-        game = bot.send("ask", {"game_id": gid, "question": player.question()})["game"]
-        if player.wants_explanations(game):
-            game = bot.send("explain", {"game_id": gid})["game"]
-        game = bot.send("rate", {"game_id": gid, "rating": player.rating()})["game"]
-    if game["phase"] != "finished":
-        game = bot.send("guess", {"game_id": gid, "image": player.guess(game)})["game"]
-    played = {"game_id": gid, "won": game["won"], "score": game["score"], "questions": len(game["rounds"]),
-              "with_explanations": game["with_explanations"]}
-    bot.send("next_game", {"game_id": gid})
-    return played
 
 
 def pilot(url: str, study: StudyFile, participants: int = 1, platform: str | None = None, arm: str | None = None,

@@ -434,13 +434,23 @@ def design_said(study) -> str:
             f"{study.games_per_session} games" + (", a randomized offer" if study.offer == "randomized" else ""))
 
 
-def _test_said(primary: dict, alpha: float) -> str:
-    return (f"the registered primary test {primary['name']} ({primary['test']} in the report's list of tests: "
-            f"{primary['what']}), alpha {alpha:g} two-sided; a success: {primary['success']}")
+def test_said(name: str, test: str, what: str, alpha: float, success: str) -> str:
+    """The registered primary test in words, as both power reports state it among their assumptions."""
+    return (f"the registered primary test {name} ({test} in the report's list of tests: {what}), alpha {alpha:g} "
+            f"two-sided; a success: {success}")
 
 
-def _simulations_said(repeats: int, repeats_from: str) -> str:
-    return (f"{repeats} simulated studies at each size ({repeats_from}); each power with its {INTERVAL}; {RULE}")
+def simulations_said(repeats: int, repeats_from: str, simulated: str = "simulated studies") -> str:
+    return f"{repeats} {simulated} at each size ({repeats_from}); each power with its {INTERVAL}; {RULE}"
+
+
+def chosen_repeats(repeats: int | None, precision: float, target: float = TARGET) -> tuple[int, str]:
+    """The simulated studies a size (`repeats` when given, else repeats_for(precision, target)) and where that number
+    came from, as the reports say it; ValueError for fewer than one."""
+    chosen = repeats_for(precision, target) if repeats is None else repeats
+    if chosen < 1:
+        raise ValueError(f"--repeats must be at least 1, got {chosen}")
+    return chosen, "--repeats" if repeats is not None else f"--precision {precision:g}"
 
 
 def power(config: PowerConfig) -> dict:
@@ -450,11 +460,8 @@ def power(config: PowerConfig) -> dict:
     study = load_study(study_file(config.study))
     if study.kind != "controlled":
         raise ValueError(f"{config.study}: power is computed on Table 1, which needs a controlled study")
-    repeats_from = "--repeats" if config.repeats is not None else f"--precision {config.precision:g}"
-    config = replace(config, primary=config.primary or default_primary(study),
-                     repeats=repeats_for(config.precision, config.target) if config.repeats is None else config.repeats)
-    if config.repeats < 1:
-        raise ValueError(f"--repeats must be at least 1, got {config.repeats}")
+    repeats, repeats_from = chosen_repeats(config.repeats, config.precision, config.target)
+    config = replace(config, primary=config.primary or default_primary(study), repeats=repeats)
     named = primary_comparisons(study.kind, study.arms)
     if config.primary not in named:
         raise ValueError(f"{config.primary!r} is not a primary test of this study; one of {', '.join(sorted(named))}")
@@ -486,8 +493,9 @@ def power(config: PowerConfig) -> dict:
                                    "seeing the images with its own errors and learning over its games how far to trust "
                                    f"the agent; every game played through the real server, rules and agent "
                                    f"{config.agent!r}; nobody leaves early"),
-                  "design": design_said(study), "test": _test_said(primary, config.alpha),
-                  "simulations": _simulations_said(config.repeats, repeats_from)},
+                  "design": design_said(study),
+                  "test": test_said(primary["name"], primary["test"], primary["what"], config.alpha, SUCCESS),
+                  "simulations": simulations_said(config.repeats, repeats_from)},
               "agent": config.agent, "world": str(config.world),
               "seed": config.seed, "alpha": config.alpha, "target": config.target, "method": METHOD,
               "tests": {"naive": "two-proportion z-test, games as independent (Table 1 p_value; an association that "

@@ -43,10 +43,11 @@ from game.preregistration import ANALYSIS, PRIMARY, OFFER_PRIMARIES, test_name
 from game.study import StudyConfig
 
 from .crowd import CONTROLLED, Crowd, crowd_study, icc_skill_sd, one_thread, report_tests, shift
-from .power import (INTERVAL, PRECISION, RULE, assumption_lines, described, design_said, primary_lines,
-                    primary_rows, recommendation, repeats_for)
+from .power import (PRECISION, assumption_lines, chosen_repeats, described, design_said, primary_lines, primary_rows,
+                    recommendation, simulations_said, test_said)
 
 TARGET = 0.8
+SUCCESS = "p < alpha with the estimate in the registered direction (the sign of the difference)"
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,6 @@ def assumptions(config: EffectPowerConfig, crowd: Crowd, name: str, about: str |
     study, mean = config.study, 1 / (1 + np.exp(-crowd.base_log_odds))     # crowd.shift's mean participant
     per = "a block" if study.kind == CONTROLLED else "a game (a tenth of it)"
     what = about or primary_comparisons(study.kind, study.arms).get(config.primary, config.primary)
-    alpha = f"alpha {ANALYSIS['alpha']:g} {ANALYSIS['sides']}"
     return {
         "effect": (f"showing (controlled) or using (at will) explanations adds {100 * config.difference:+.1f} points to "
                    f"the mean participant's win probability ({shift(config.difference, crowd.base_log_odds):+.2f} "
@@ -112,11 +112,8 @@ def assumptions(config: EffectPowerConfig, crowd: Crowd, name: str, about: str |
                          f"{100 * config.dropout:.0f}% of the participants leave, weaker ones more"
                          + ("" if study.kind == CONTROLLED else " (at will: no blocks, nobody leaves)")),
         "design": design_said(study),
-        "test": (f"the registered primary test {config.primary} ({name} in the report's list of tests: {what}), "
-                 f"{alpha}; a success: p < alpha with the estimate in the registered direction (the sign of the "
-                 "difference)"),
-        "simulations": (f"{repeats} simulated crowds at each size ({repeats_from}); each power with its {INTERVAL}; "
-                        f"{RULE}"),
+        "test": test_said(config.primary, name, what, ANALYSIS["alpha"], SUCCESS),
+        "simulations": simulations_said(repeats, repeats_from, "simulated crowds"),
     }
 
 
@@ -126,10 +123,7 @@ def effect_power(config: EffectPowerConfig) -> dict:
     name = test_name(config.primary)
     alpha = ANALYSIS["alpha"]
     direction = 1.0 if config.difference >= 0 else -1.0
-    repeats_from = "--repeats" if config.repeats is not None else f"--precision {config.precision:g}"
-    repeats = repeats_for(config.precision, TARGET) if config.repeats is None else config.repeats
-    if repeats < 1:
-        raise ValueError(f"--repeats must be at least 1, got {repeats}")
+    repeats, repeats_from = chosen_repeats(config.repeats, config.precision, TARGET)
     tasks = [(crowd, size, config.difference, config.seed, r, name) for size in config.sizes
              for r in range(repeats)]
     started = time.perf_counter()
@@ -151,7 +145,7 @@ def effect_power(config: EffectPowerConfig) -> dict:
                           "meaning": "showing (controlled) or using (at will) explanations adds `difference` to the "
                                      "mean participant's win probability; an assumption, not a finding"},
               "crowd": asdict(crowd), "alpha": alpha, "sides": ANALYSIS["sides"], "target": TARGET,
-              "success": "p < alpha with the estimate in the registered direction (the sign of the difference)",
+              "success": SUCCESS,
               "repeats": repeats, "precision": config.precision, "repeats_from": repeats_from,
               "assumptions": assumptions(config, crowd, name, about, repeats, repeats_from),
               "rows": rows, "recommendation": advice,

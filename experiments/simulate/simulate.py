@@ -79,9 +79,9 @@ from PIL import Image
 from redis.exceptions import LockError
 from tqdm import tqdm
 
-from game.checks import PREFER_NOT
 from game.export import write_export
 from game.participant import DEFAULT_MIX, PRESETS, SimulatedParticipant, with_min_questions
+from game.players import indifferent_answers
 from game.rules import RuleError
 from game.seeding import seeded_rng
 from game.settings import RATINGS, settings_named
@@ -450,12 +450,10 @@ def questionnaire(games: list[dict], items: list[dict] = QUESTIONNAIRE, demograp
     demographics item (the study's `checks`) is answered "Prefer not to say", a text item left empty."""
     scores = [len(RATINGS) - RATINGS.index(r) for g in games for r in g["explained_ratings"]]
     helped = AGREEMENT[int(round(np.mean(scores))) - 1] if scores else "Neutral"
-    answers = {item["key"]: item["options"][len(item["options"]) // 2] if item["type"] != "text"
-               else "simulated participant" if item.get("required") else "" for item in items}
+    answers = indifferent_answers(items, demographics, "simulated participant")
     if answers.get("explanations_helped") in AGREEMENT:
         answers["explanations_helped"] = helped
-    about = {item["key"]: PREFER_NOT if item["type"] == "choice" else "" for item in demographics}
-    return {**answers, **about}
+    return answers
 
 
 def play_participant(connection, participant: SimulatedParticipant, eyes: Eyes, played: Played,

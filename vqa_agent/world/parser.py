@@ -819,16 +819,23 @@ def parse(text: str) -> Question | AttributeCheck:
 def parse_program(text: str) -> Program | None:
     """The program of `text`, or None when it is outside the language (the question is ungradable). A
     fresh program each call (nodes are mutable), built from the remembered parse of the same text."""
-    nodes = _parsed_nodes(text)
+    nodes, _ = _parsed_nodes(text)
     return None if nodes is None else [Node(function, list(inputs), list(values)) for function, inputs, values in nodes]
 
 
+def unparsed_reason(text: str) -> str | None:
+    """Why parse_program gives no program for `text` (Unparseable's reason), None when it gives one: from the same
+    remembered parse."""
+    return _parsed_nodes(text)[1]
+
+
 @functools.lru_cache(maxsize=8192)
-def _parsed_nodes(text: str) -> tuple | None:
+def _parsed_nodes(text: str) -> tuple[tuple | None, str | None]:
     """A question is parsed once: a round grades the same question on every image, a symbolic agent reads it
-    for every image, and related questions recur across rounds (issue 29: ~13 ms of a 5-image round)."""
+    for every image, and related questions recur across rounds (issue 29: ~13 ms of a 5-image round). (nodes,
+    None), or (None, the reason it is outside the language)."""
     try:
         program = parse(text).program()
-    except Unparseable:
-        return None
-    return tuple((n.function, tuple(n.inputs), tuple(n.value_inputs)) for n in program)
+    except Unparseable as reason:
+        return None, str(reason)
+    return tuple((n.function, tuple(n.inputs), tuple(n.value_inputs)) for n in program), None
